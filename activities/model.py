@@ -1,0 +1,60 @@
+"""The model activity: one chat-completions call, from whichever backend the worker chose."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from contextlib import asynccontextmanager
+from typing import AsyncIterator, Protocol
+
+from temporalio import activity
+
+from settings import Settings
+from workflows.conversation import ModelReply
+from workflows.requests import ModelRequest
+
+HEARTBEAT_EVERY_SECONDS = 5
+
+
+class ModelBackend(Protocol):
+    description: str
+
+    async def complete(self, request: ModelRequest) -> ModelReply: ...
+
+
+class ModelActivities:
+    def __init__(self, backend: ModelBackend) -> None:
+        self.backend = backend
+
+    @activity.defn(name="call_model")
+    async def call_model(self, request: ModelRequest) -> ModelReply:
+        async with heartbeating():
+            return await self.backend.complete(request)
+
+
+@asynccontextmanager
+async def heartbeating() -> AsyncIterator[None]:
+    """Heartbeat while a slow call runs, so a dead worker is noticed in seconds
+    rather than at the start-to-close timeout, and cancellation reaches us."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(HEARTBEAT_EVERY_SECONDS)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+def backend_from_env(settings: Settings) -> ModelBackend:
+    """OpenAI-compatible when OPENAI_API_KEY is set, else the offline stand-in."""
+    if settings.uses_openai:
+        from activities.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(os.environ["OPENAI_API_KEY"], settings.openai_base_url, settings.model)
+    from activities.offline_model import OfflineModel
+
+    return OfflineModel()

@@ -1,0 +1,52 @@
+"""The tool activity: run one catalog tool with validated arguments."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.tools import CATALOG, ToolContext, ToolError
+from activities.tools.catalog import ToolCatalog
+from workflows.forms import describe_validation_error
+from workflows.requests import ToolInvocation
+
+
+class ToolActivities:
+    def __init__(self, workspace: Path, catalog: ToolCatalog = CATALOG) -> None:
+        self.workspace = workspace.resolve()
+        self.catalog = catalog
+
+    @activity.defn(name="run_tool")
+    async def run_tool(self, invocation: ToolInvocation) -> str:
+        """A ToolError is the tool's answer to the model, so it is not retried;
+        anything else may be transient and goes to Temporal's retry policy."""
+        try:
+            return await self._run(invocation)
+        except ToolError as error:
+            raise ApplicationError(str(error), type="ToolError", non_retryable=True) from None
+
+    async def _run(self, invocation: ToolInvocation) -> str:
+        spec = self.catalog.get(invocation.tool)
+        if spec is None or spec.function is None:
+            raise ToolError(f"no runnable tool named {invocation.tool!r} on this worker")
+        try:
+            parsed = spec.parse(invocation.args)
+        except ValidationError as error:
+            raise ToolError(f"invalid arguments: {describe_validation_error(error)}") from None
+        kwargs: dict[str, Any] = {name: getattr(parsed, name) for name in type(parsed).model_fields}
+        if spec.context_parameter:
+            kwargs[spec.context_parameter] = ToolContext(
+                session_id=invocation.session_id, call_id=invocation.call_id, workspace=self.workspace
+            )
+        if inspect.iscoroutinefunction(spec.function):
+            result = await spec.function(**kwargs)
+        else:
+            result = await asyncio.to_thread(spec.function, **kwargs)
+        return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)

@@ -1,0 +1,131 @@
+"""Tools as typed Python functions: one decorator, no hand-written schemas.
+
+`@tool` reads a function's signature into a pydantic model, which gives the
+JSON schema the model sees and the validator that edited arguments must pass.
+
+The workflow consults this catalog (schemas, approval policy) while the
+activities run the functions, so an approval predicate runs inside workflow
+code: it must be a pure function of the arguments (no clock, no I/O).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Union, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, create_model
+
+ApprovalPolicy = Union[bool, Callable[[BaseModel], bool]]
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Handed to tools that ask for it: who called, and where they may write."""
+
+    session_id: str
+    call_id: str
+    workspace: Path
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    arguments: type[BaseModel]
+    function: Callable[..., Any] | None
+    needs_approval: ApprovalPolicy = False
+    answered_by_human: bool = False
+    context_parameter: str | None = None
+
+    def parse(self, args: dict[str, Any]) -> BaseModel:
+        return self.arguments.model_validate(args)
+
+    def requires_approval(self, args: BaseModel) -> bool:
+        policy = self.needs_approval
+        return bool(policy(args) if callable(policy) else policy)
+
+    def openai_schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.arguments.model_json_schema(),
+            },
+        }
+
+
+class ToolCatalog:
+    def __init__(self) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+
+    def add(self, spec: ToolSpec) -> ToolSpec:
+        self._specs[spec.name] = spec
+        return spec
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self._specs.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._specs)
+
+    def select(self, names: list[str] | None) -> list[ToolSpec]:
+        """The tools a session offers: those it names that exist, else all."""
+        if names is None:
+            return [self._specs[n] for n in self.names()]
+        return [self._specs[n] for n in names if n in self._specs]
+
+
+CATALOG = ToolCatalog()
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    *,
+    needs_approval: ApprovalPolicy = False,
+    name: str | None = None,
+    catalog: ToolCatalog = CATALOG,
+) -> Any:
+    """Register a typed function as a tool.
+
+    `needs_approval` is a flag or a predicate on the validated arguments, e.g.
+    `needs_approval=lambda a: a.amount > 100`.
+    """
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        arguments, context_parameter = arguments_model(fn)
+        catalog.add(
+            ToolSpec(
+                name=name or fn.__name__,
+                description=inspect.cleandoc(fn.__doc__ or fn.__name__).split("\n\n")[0],
+                arguments=arguments,
+                function=fn,
+                needs_approval=needs_approval,
+                context_parameter=context_parameter,
+            )
+        )
+        return fn
+
+    return register(function) if function is not None else register
+
+
+def arguments_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], str | None]:
+    """A pydantic model of a function's parameters, leaving out its ToolContext."""
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    context_parameter = None
+    for parameter in inspect.signature(fn).parameters.values():
+        annotation = hints.get(parameter.name, Any)
+        if annotation is ToolContext:
+            context_parameter = parameter.name
+            continue
+        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
+        fields[parameter.name] = (annotation, default)
+    model = create_model(
+        f"{fn.__name__}_arguments",
+        __config__=ConfigDict(extra="forbid"),
+        **fields,
+    )
+    return model, context_parameter

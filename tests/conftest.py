@@ -1,0 +1,111 @@
+"""Fixtures: a real Temporal dev server, a worker with the offline model, a workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
+
+import pytest
+from temporalio.client import Client, WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from activities.offline_model import OfflineModel
+from devserver import FAST_SQLITE, temporal_binary
+from settings import DATA_CONVERTER
+from worker import build_worker
+from workflows.agent import AgentWorkflow
+
+T = TypeVar("T")
+TIME_SKIPPING = ["--dynamic-config-value", "frontend.WorkflowTimeSkippingEnabled=true"]
+
+
+@pytest.fixture(scope="session")
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    environment = await WorkflowEnvironment.start_local(
+        data_converter=DATA_CONVERTER,
+        dev_server_existing_path=temporal_binary(),
+        dev_server_extra_args=FAST_SQLITE,
+    )
+    yield environment
+    await environment.shutdown()
+
+
+@pytest.fixture(scope="session")
+async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A dev server whose workflows skip ahead in time whenever they are only waiting."""
+    environment = await WorkflowEnvironment.start_time_skipping_v2(
+        data_converter=DATA_CONVERTER,
+        dev_server_existing_path=temporal_binary(),
+        dev_server_extra_args=[*FAST_SQLITE, *TIME_SKIPPING],
+    )
+    yield environment
+    await environment.shutdown()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "workspace"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("remember the milk\n")
+    return folder
+
+
+class Agent:
+    """A running worker on its own task queue, and a way to start sessions on it."""
+
+    def __init__(self, client: Client, task_queue: str, workspace: Path) -> None:
+        self.client = client
+        self.task_queue = task_queue
+        self.workspace = workspace
+
+    async def start(self, message: str, session_id: str | None = None, **options: Any) -> WorkflowHandle[Any, Any]:
+        return await self.client.start_workflow(
+            AgentWorkflow.run,
+            {"message": message, **options},
+            id=session_id or f"session-{uuid.uuid4().hex[:10]}",
+            task_queue=self.task_queue,
+        )
+
+
+async def running_agent(client: Client, workspace: Path, backend: Any = None) -> AsyncIterator[Agent]:
+    task_queue = f"hitl-test-{uuid.uuid4().hex[:8]}"
+    async with build_worker(client, task_queue, backend or OfflineModel(), workspace):
+        yield Agent(client, task_queue, workspace)
+
+
+@pytest.fixture
+async def agent(env: WorkflowEnvironment, workspace: Path) -> AsyncIterator[Agent]:
+    async for running in running_agent(env.client, workspace):
+        yield running
+
+
+@pytest.fixture
+async def skipping_agent(skipping_env: WorkflowEnvironment, workspace: Path) -> AsyncIterator[Agent]:
+    async for running in running_agent(skipping_env.client, workspace):
+        yield running
+
+
+async def eventually(probe: Callable[[], Awaitable[T]], until: Callable[[T], bool], timeout: float = 15) -> T:
+    """Poll a query until what it returns satisfies `until`; fail with the last value."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = await probe()
+        if until(value):
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s; last value: {value!r}")
+        await asyncio.sleep(0.05)
+
+
+async def pending_items(handle: WorkflowHandle[Any, Any], count: int = 1) -> list[dict[str, Any]]:
+    return await eventually(lambda: handle.query("pending"), lambda items: len(items) >= count)
+
+
+async def settled(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    """The status once the current turn is over and nothing is waiting."""
+    return await eventually(
+        lambda: handle.query("status"),
+        lambda s: s["state"] in ("idle", "closed") and s["queued_messages"] == 0,
+    )

@@ -1,0 +1,59 @@
+"""python worker.py: run the agent workflow and its activities on HITL_TASK_QUEUE."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import signal
+import sys
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.model import ModelActivities, ModelBackend, backend_from_env
+from activities.run_tool import ToolActivities
+from settings import Settings, connect
+from workflows.agent import AgentWorkflow
+
+
+def build_worker(client: Client, task_queue: str, backend: ModelBackend, workspace: Path) -> Worker:
+    workspace.mkdir(parents=True, exist_ok=True)
+    model, tools = ModelActivities(backend), ToolActivities(workspace)
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentWorkflow],
+        activities=[model.call_model, tools.run_tool],
+    )
+
+
+def load_tool_modules() -> list[str]:
+    """Modules named in HITL_TOOL_MODULES register their @tool functions on import."""
+    names = [name.strip() for name in os.environ.get("HITL_TOOL_MODULES", "").split(",") if name.strip()]
+    for name in names:
+        importlib.import_module(name)
+    return names
+
+
+async def main() -> None:
+    settings = Settings.from_env()
+    extra = load_tool_modules()
+    backend = backend_from_env(settings)
+    client = await connect(settings)
+    worker = build_worker(client, settings.task_queue, backend, settings.workspace)
+    print(f"worker: {settings.address} namespace={settings.namespace} task_queue={settings.task_queue}")
+    print(f"worker: model: {backend.description}")
+    print(f"worker: workspace: {settings.workspace.resolve()}" + (f"; extra tools from {extra}" if extra else ""))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with worker:
+        await stop.wait()
+        print("worker: shutting down", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,75 @@
+"""What to do with each tool call the model asked for: run it, pause, or refuse.
+
+A model can ask for anything: a tool that does not exist, arguments that are
+not JSON or do not fit the schema. None of that may fail the workflow, so each
+becomes a tool result the model can read and correct.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from workflows.conversation import ModelReply, ToolCall
+from workflows.forms import describe_validation_error
+
+if TYPE_CHECKING:
+    from activities.tools.catalog import ToolSpec
+
+
+class PlannedCall(BaseModel):
+    call_id: str
+    tool: str
+    action: Literal["run", "approve", "ask", "refuse"]
+    args: dict[str, Any] = {}
+    refusal: str | None = None
+
+
+def plan_call(call: ToolCall, offered: dict[str, ToolSpec]) -> PlannedCall:
+    spec = offered.get(call.name)
+    if spec is None:
+        available = ", ".join(sorted(offered)) or "none"
+        return _refuse(call, f"Error: there is no tool named {call.name!r}. Available tools: {available}.")
+    try:
+        raw = json.loads(call.function.arguments or "{}")
+    except json.JSONDecodeError as error:
+        return _refuse(call, f"Error: the arguments for {call.name} are not valid JSON ({error}). Call it again with a JSON object.")
+    if not isinstance(raw, dict):
+        return _refuse(call, f"Error: the arguments for {call.name} must be a JSON object, not {type(raw).__name__}.")
+    try:
+        parsed = spec.parse(raw)
+    except ValidationError as error:
+        return _refuse(call, f"Error: the arguments do not fit {call.name}: {describe_validation_error(error)}.")
+    args = parsed.model_dump(mode="json", exclude_none=True)
+    if spec.answered_by_human:
+        action = "ask"
+    else:
+        try:
+            action = "approve" if spec.requires_approval(parsed) else "run"
+        except Exception:  # a failing approval predicate fails safe: ask a person
+            action = "approve"
+    return PlannedCall(call_id=call.id, tool=call.name, action=action, args=args)
+
+
+def _refuse(call: ToolCall, message: str) -> PlannedCall:
+    return PlannedCall(call_id=call.id, tool=call.name, action="refuse", refusal=message)
+
+
+def with_unique_call_ids(reply: ModelReply, used: set[str], step: int) -> ModelReply:
+    """Give every call an id no earlier call in the session has.
+
+    Some servers return no ids, or the same few ids every time; results and
+    bookings are keyed by call id, so a repeat would be a different call
+    mistaken for one already made.
+    """
+    seen = set(used)
+    calls = []
+    for index, call in enumerate(reply.tool_calls):
+        call_id = call.id or f"call_{step}_{index}"
+        if call_id in seen:
+            call_id = f"{call_id}_{step}_{index}"
+        seen.add(call_id)
+        calls.append(call.model_copy(update={"id": call_id}))
+    return reply.model_copy(update={"tool_calls": calls})

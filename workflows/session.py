@@ -1,0 +1,68 @@
+"""A session's input, and what it tells the outside world about itself."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SessionState = Literal["running", "awaiting_human", "idle", "closed"]
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a careful assistant that acts through tools. "
+    "When information you need is missing, call ask_user_question instead of guessing. "
+    "The result of ask_user_question is the person's own answer: take it as an authoritative fact "
+    "and do not re-interpret it. Some tools need a person's approval; when a call is rejected or "
+    "cancelled, do not try it again unless the user asks. Answer briefly when you are done."
+)
+
+
+class SessionInput(BaseModel):
+    """One JSON object; only `message` is required."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: str = Field(min_length=1)
+    by: str | None = None
+    system_prompt: str | None = None
+    model: str | None = None
+    tools: list[str] | None = None
+    max_steps: int = Field(default=20, ge=1, le=1000)
+    approval_timeout_seconds: float = Field(default=86400, gt=0)
+    answer_timeout_seconds: float = Field(default=86400, gt=0)
+    idle_timeout_seconds: float = Field(default=7 * 86400, gt=0)
+
+
+class UserMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1)
+    by: str | None = None
+
+
+class CancelRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str | None = None
+
+
+class AuditEvent(BaseModel):
+    at: datetime
+    event: str
+    call_id: str | None = None
+    tool: str | None = None
+    by: str | None = None
+    reason: str | None = None
+    signal: str | None = None
+
+
+class SessionSummary(BaseModel):
+    state: SessionState = "closed"
+    reason: str
+    turns: int
+    last_answer: str | None = None
+
+
+def view(value: BaseModel) -> dict[str, Any]:
+    return value.model_dump(mode="json", exclude_none=True)
