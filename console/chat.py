@@ -1,0 +1,179 @@
+"""The interactive chat: type messages, decide approvals, answer questions.
+
+It holds no state of its own: everything comes from the session's queries, so
+quitting and starting again reattaches to the same session where it paused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from console.render import call_text, render_message
+from workflows.agent import AgentWorkflow
+
+POLL_SECONDS = 0.2
+
+
+async def ask(prompt: str) -> str:
+    """input() on a daemon thread, so Ctrl-C never waits for a line to be typed."""
+    loop = asyncio.get_running_loop()
+    line: asyncio.Future[str] = loop.create_future()
+
+    def read() -> None:
+        try:
+            text = input(prompt)
+        except BaseException as error:  # EOFError on Ctrl-D, anything else as it came
+            loop.call_soon_threadsafe(_settle, line, None, error)
+        else:
+            loop.call_soon_threadsafe(_settle, line, text, None)
+
+    threading.Thread(target=read, daemon=True).start()
+    return (await line).strip()
+
+
+def _settle(line: asyncio.Future[str], text: str | None, error: BaseException | None) -> None:
+    if line.done():
+        return
+    if error is not None:
+        line.set_exception(EOFError() if isinstance(error, EOFError) else error)
+    else:
+        line.set_result(text or "")
+
+
+class Chat:
+    def __init__(self, client: Client, task_queue: str, session_id: str, by: str) -> None:
+        self.client = client
+        self.task_queue = task_queue
+        self.session_id = session_id
+        self.by = by
+        self.shown = 0
+        self.echo_user = True  # show the history once when reattaching; after that you typed it
+
+    async def run(self) -> int:
+        print(f"(session {self.session_id}; Ctrl-C or Ctrl-D leaves it where it is, /cancel ends it)")
+        try:
+            handle = await self.attach()
+            while True:
+                status = await self.settle(handle)
+                if status["state"] == "closed":
+                    print(f"(session closed: {status.get('closed_reason')})")
+                    return 0
+                pending = await handle.query("pending")
+                if pending:
+                    await self.decide(handle, pending[0])
+                    continue
+                text = await ask("You: ")
+                if text in ("/quit", "/exit"):
+                    return 0
+                if text == "/cancel":
+                    await self.update(handle, "cancel_update", {"reason": "cancelled from the chat"})
+                elif text:
+                    await self.update(handle, "user_message_update", {"text": text, "by": self.by})
+        except (EOFError, KeyboardInterrupt):
+            self.leave()
+            return 0
+        except asyncio.CancelledError:
+            self.leave()
+            raise
+
+    def leave(self) -> None:
+        print(f"\n(left session {self.session_id}; it keeps its place: run the same command to reattach)")
+
+    async def attach(self) -> WorkflowHandle[Any, Any]:
+        handle = self.client.get_workflow_handle(self.session_id)
+        try:
+            description = await handle.describe()
+            if description.status is not None and description.status.name == "RUNNING":
+                print(f"(reattached to session {self.session_id})")
+                return handle
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
+        first = ""
+        while not first:
+            first = await ask("You: ")
+        self.echo_user = False
+        return await self.client.start_workflow(
+            AgentWorkflow.run, {"message": first, "by": self.by}, id=self.session_id, task_queue=self.task_queue
+        )
+
+    async def settle(self, handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+        """Show the conversation as it grows until the session waits for someone."""
+        while True:
+            status = await handle.query("status")
+            await self.show_new_messages(handle)
+            if status["state"] != "running" and not status["queued_messages"]:
+                if status.get("error"):
+                    print(f"(error: {status['error']})")
+                return status
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def show_new_messages(self, handle: WorkflowHandle[Any, Any]) -> None:
+        transcript = await handle.query("transcript")
+        for message in transcript[self.shown :]:
+            if message["role"] == "user" and not self.echo_user:
+                continue
+            for line in render_message(message):
+                print(line)
+        self.shown = len(transcript)
+        self.echo_user = False
+
+    async def decide(self, handle: WorkflowHandle[Any, Any], item: dict[str, Any]) -> None:
+        if item["kind"] == "question":
+            answer = await self.answer_for(item)
+            if answer is not None:
+                await self.update(handle, "answer_update", {"call_id": item["call_id"], "answer": answer, "by": self.by})
+            return
+        print(f"⚠ {call_text(item['tool'], item['args'])} needs {item['kind']}  [a]pprove / [e]dit / [r]eject")
+        choice = (await ask("> ")).lower()
+        body: dict[str, Any] = {"call_id": item["call_id"], "by": self.by}
+        if choice.startswith("a"):
+            await self.update(handle, "approve_update", body)
+        elif choice.startswith("e"):
+            print(f"  current args: {json.dumps(item['args'], ensure_ascii=False)}")
+            edited = await ask("  new args (JSON): ")
+            try:
+                body["args"] = json.loads(edited)
+            except json.JSONDecodeError as error:
+                print(f"  not JSON ({error}); nothing sent")
+                return
+            await self.update(handle, "approve_update", body)
+        elif choice.startswith("r"):
+            body["reason"] = await ask("  reason: ")
+            await self.update(handle, "reject_update", body)
+        elif choice:
+            # Anything else is a new message: the session settles the call as "moved on".
+            await self.update(handle, "user_message_update", {"text": choice, "by": self.by})
+
+    async def answer_for(self, item: dict[str, Any]) -> Any:
+        print(f"? {item['question']}")
+        if item.get("fields"):
+            form: dict[str, Any] = {}
+            for field in item["fields"]:
+                hint = "/".join(field.get("choices") or []) or field.get("type", "string")
+                value = await ask(f"  {field['name']} ({hint}): ")
+                if value:
+                    form[field["name"]] = value
+            return form
+        if item.get("choices"):
+            for number, choice in enumerate(item["choices"], 1):
+                print(f"  {number}. {choice}")
+            picked = await ask("> ")
+            if picked.isdigit() and 1 <= int(picked) <= len(item["choices"]):
+                return item["choices"][int(picked) - 1]
+            return picked
+        return await ask("> ") or None
+
+    async def update(self, handle: WorkflowHandle[Any, Any], name: str, body: dict[str, Any]) -> bool:
+        try:
+            await handle.execute_update(name, body)
+            return True
+        except WorkflowUpdateFailedError as error:
+            print(f"  refused: {getattr(error.cause, 'message', error)}")
+            return False

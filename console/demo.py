@@ -1,0 +1,51 @@
+"""The one-command demo: the embedded dev server, a worker and the chat, in one process.
+
+The dev server keeps its SQLite file under .hitl/, so stopping the demo and
+starting it again finds the session where it paused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from activities.model import backend_from_env
+from console.chat import Chat
+from devserver import is_listening, start_dev_server, stop_dev_server
+from settings import Settings, connect
+from worker import build_worker
+
+STATE_FOLDER = Path(".hitl")
+SAMPLE_DOCUMENTS = {
+    "notes.txt": "Remember to renew the passport before the Beijing trip.\n",
+    "travel-policy.md": "# Travel policy\n\nFlights over 1000 EUR need a manager's approval. Book economy for trips under 6 hours.\n",
+    "menu.txt": "Friday lunch: dumplings, noodles, green tea.\n",
+}
+
+
+def seed_workspace(workspace: Path) -> None:
+    workspace.mkdir(parents=True, exist_ok=True)
+    if any(workspace.iterdir()):
+        return
+    for name, text in SAMPLE_DOCUMENTS.items():
+        (workspace / name).write_text(text)
+
+
+async def run_demo(settings: Settings, session_id: str, by: str) -> int:
+    host, _, port = settings.address.rpartition(":")
+    server = None
+    if not is_listening(host or "localhost", int(port)):
+        server = start_dev_server(STATE_FOLDER / "temporal.db", port=int(port))
+        print(f"(Temporal dev server on {settings.address}, data in {STATE_FOLDER / 'temporal.db'}, "
+              f"Web UI http://localhost:8233)")
+    else:
+        print(f"(using the Temporal server already on {settings.address})")
+    try:
+        seed_workspace(settings.workspace)
+        backend = backend_from_env(settings)
+        print(f"(model: {backend.description}; workspace: {settings.workspace.resolve()})")
+        client = await connect(settings)
+        async with build_worker(client, settings.task_queue, backend, settings.workspace):
+            return await Chat(client, settings.task_queue, session_id, by).run()
+    finally:
+        if server is not None:
+            stop_dev_server(server)

@@ -1,0 +1,185 @@
+"""python starter.py: the client. Start sessions, chat, list and answer what is pending.
+
+Decisions go through the validated Updates, so a refused decision is reported
+at once (exit code 2) instead of being silently recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import uuid
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.service import RPCError
+
+from console.render import describe_pending, print_json, render_status, render_transcript
+from settings import Settings, connect
+from workflows.agent import AgentWorkflow
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="starter.py", description=__doc__.splitlines()[0])
+    root.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    commands = root.add_subparsers(dest="command", required=True)
+
+    start = commands.add_parser("start", help="start a session with a first message")
+    start.add_argument("message")
+    start.add_argument("--session", help="session id (default: a new one)")
+    start.add_argument("--by", help="who is speaking")
+    start.add_argument("--tools", help="comma-separated tool names (default: all)")
+    start.add_argument("--model")
+    start.add_argument("--system-prompt")
+    start.add_argument("--max-steps", type=int)
+    start.add_argument("--approval-timeout", type=float, dest="approval_timeout_seconds")
+    start.add_argument("--answer-timeout", type=float, dest="answer_timeout_seconds")
+    start.add_argument("--idle-timeout", type=float, dest="idle_timeout_seconds")
+
+    send = commands.add_parser("send", help="send a message (steers a running turn)")
+    send.add_argument("session")
+    send.add_argument("text")
+    send.add_argument("--by")
+
+    for name, text in (("pending", "what waits for a person"), ("status", "the session's state"),
+                       ("transcript", "the conversation"), ("audit", "every request and decision")):
+        commands.add_parser(name, help=text).add_argument("session")
+
+    approve = commands.add_parser("approve", help="approve a pending call, optionally with edited args")
+    approve.add_argument("session")
+    approve.add_argument("--call", dest="call_id")
+    approve.add_argument("--args", type=json_object, help="edited arguments as a JSON object")
+    approve.add_argument("--comment")
+    approve.add_argument("--by")
+
+    reject = commands.add_parser("reject", help="reject a pending call with a reason")
+    reject.add_argument("session")
+    reject.add_argument("--call", dest="call_id")
+    reject.add_argument("--reason")
+    reject.add_argument("--by")
+
+    answer = commands.add_parser("answer", help="answer a pending question (text, or a JSON object for forms)")
+    answer.add_argument("session")
+    answer.add_argument("answer")
+    answer.add_argument("--call", dest="call_id")
+    answer.add_argument("--by")
+
+    cancel = commands.add_parser("cancel", help="stop the session; pending calls are cancelled")
+    cancel.add_argument("session")
+    cancel.add_argument("--reason")
+
+    chat = commands.add_parser("chat", help="an interactive chat that reattaches to its session")
+    chat.add_argument("--session", default="chat")
+    chat.add_argument("--by", default="you")
+
+    demo = commands.add_parser("demo", help="dev server + worker + chat in one process")
+    demo.add_argument("--session", default="demo")
+    demo.add_argument("--by", default="you")
+    return root
+
+
+def json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return value
+
+
+def answer_value(text: str) -> Any:
+    """A JSON object or list is a form answer; anything else is the text as typed."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    return value if isinstance(value, (dict, list)) else text
+
+
+def payload(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+
+
+async def run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "demo":
+        from console.demo import run_demo
+
+        return await run_demo(settings, args.session, args.by)
+    client = await connect(settings)
+    if args.command == "chat":
+        from console.chat import Chat
+
+        return await Chat(client, settings.task_queue, args.session, args.by).run()
+    if args.command == "start":
+        return await start(client, settings, args)
+    handle = client.get_workflow_handle(args.session)
+    if args.command in ("pending", "status", "transcript", "audit"):
+        result = await handle.query(args.command)
+        if args.json:
+            print_json(result)
+        else:
+            print({"pending": describe_pending, "status": render_status, "transcript": render_transcript,
+                   "audit": lambda r: "\n".join(json.dumps(e) for e in r)}[args.command](result))
+        return 0
+    if args.command == "send":
+        return await update(handle, "user_message_update", payload(args, "text", "by"), args.json)
+    if args.command == "approve":
+        return await update(handle, "approve_update", payload(args, "call_id", "args", "comment", "by"), args.json)
+    if args.command == "reject":
+        return await update(handle, "reject_update", payload(args, "call_id", "reason", "by"), args.json)
+    if args.command == "answer":
+        body = {**payload(args, "call_id", "by"), "answer": answer_value(args.answer)}
+        return await update(handle, "answer_update", body, args.json)
+    if args.command == "cancel":
+        return await update(handle, "cancel_update", payload(args, "reason"), args.json)
+    raise AssertionError(args.command)
+
+
+async def start(client: Client, settings: Settings, args: argparse.Namespace) -> int:
+    request = payload(args, "message", "by", "model", "system_prompt", "max_steps",
+                      "approval_timeout_seconds", "answer_timeout_seconds", "idle_timeout_seconds")
+    if args.tools:
+        request["tools"] = [name.strip() for name in args.tools.split(",") if name.strip()]
+    session_id = args.session or f"session-{uuid.uuid4().hex[:8]}"
+    await client.start_workflow(AgentWorkflow.run, request, id=session_id, task_queue=settings.task_queue)
+    if args.json:
+        print_json({"session_id": session_id})
+    else:
+        print(f"started session {session_id}")
+    return 0
+
+
+async def update(handle: WorkflowHandle[Any, Any], name: str, body: dict[str, Any], as_json: bool) -> int:
+    try:
+        result = await handle.execute_update(name, body)
+    except WorkflowUpdateFailedError as error:
+        reason = getattr(error.cause, "message", None) or str(error.cause or error)
+        if as_json:
+            print_json({"accepted": False, "reason": reason})
+        else:
+            print(f"refused: {reason}", file=sys.stderr)
+        return 2
+    if as_json:
+        print_json(result)
+    else:
+        print(", ".join(f"{k}={v}" for k, v in result.items()))
+    return 0
+
+
+def main() -> int:
+    args = parser().parse_args()
+    settings = Settings.from_env()
+    try:
+        return asyncio.run(run(args, settings))
+    except RPCError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
