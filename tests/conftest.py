@@ -12,12 +12,15 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from activities.offline_model import OfflineModel
+from activities.openai_backend import OpenAIBackend
 from devserver import FAST_SQLITE, temporal_binary
 from settings import DATA_CONVERTER
+from tests.fake_openai import FakeOpenAI
 from worker import build_worker
 from workflows.agent import AgentWorkflow
 
 T = TypeVar("T")
+SECRET_KEY = "sk-test-do-not-leak-7f3a"
 TIME_SKIPPING = ["--dynamic-config-value", "frontend.WorkflowTimeSkippingEnabled=true"]
 
 
@@ -109,3 +112,32 @@ async def settled(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
         lambda: handle.query("status"),
         lambda s: s["state"] in ("idle", "closed") and s["queued_messages"] == 0,
     )
+
+
+async def pending_of_kind(handle: WorkflowHandle[Any, Any], kind: str) -> dict[str, Any]:
+    items = await eventually(lambda: handle.query("pending"), lambda items: any(i["kind"] == kind for i in items))
+    return next(item for item in items if item["kind"] == kind)
+
+
+def assert_well_formed(messages: list[dict[str, Any]]) -> None:
+    """Every assistant tool call has exactly one result before anything else follows."""
+    expected: list[str] = []
+    for message in messages:
+        if message["role"] == "tool":
+            assert message["tool_call_id"] in expected, f"unexpected tool result {message}"
+            expected.remove(message["tool_call_id"])
+            continue
+        assert not expected, f"calls {expected} have no result before {message}"
+        if message["role"] == "assistant":
+            expected = [call["id"] for call in message.get("tool_calls") or []]
+            assert len(set(expected)) == len(expected), f"duplicate call ids in {message}"
+    assert not expected, f"calls {expected} have no result at the end"
+
+
+@pytest.fixture
+async def openai_agent(env: WorkflowEnvironment, workspace: Path) -> AsyncIterator[tuple[Agent, FakeOpenAI]]:
+    """A worker whose model is the real openai client talking to a scripted loopback server."""
+    with FakeOpenAI() as fake:
+        backend = OpenAIBackend(api_key=SECRET_KEY, base_url=fake.base_url, default_model="test-model")
+        async for running in running_agent(env.client, workspace, backend):
+            yield running, fake

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from activities.tools.bookings import all_bookings
-from tests.conftest import Agent, pending_items, settled
+from tests.conftest import Agent, assert_well_formed, pending_items, pending_of_kind, settled
 
 
 async def test_delete_approved_runs_the_tool(agent: Agent) -> None:
@@ -44,7 +44,7 @@ async def test_flight_asks_then_needs_approval_then_books_once(agent: Agent) -> 
 
     await session.signal("answer", {"answer": "Shanghai"})
 
-    approval = await eventually_kind(session, "approval")
+    approval = await pending_of_kind(session, "approval")
     assert approval["tool"] == "book_flight"
     assert approval["args"] == {"origin": "Shanghai", "destination": "Beijing", "date": "2026-12-24"}
     await session.signal("approve", {"call_id": approval["call_id"]})
@@ -55,10 +55,4 @@ async def test_flight_asks_then_needs_approval_then_books_once(agent: Agent) -> 
     assert booking.reference in status["last_answer"]
     answer_result = next(m for m in await session.query("transcript") if m.get("tool_call_id") == question["call_id"])
     assert answer_result["content"] == "Shanghai"
-
-
-async def eventually_kind(session, kind):
-    from tests.conftest import eventually
-
-    items = await eventually(lambda: session.query("pending"), lambda items: any(i["kind"] == kind for i in items))
-    return next(i for i in items if i["kind"] == kind)
+    assert_well_formed(await session.query("transcript"))
