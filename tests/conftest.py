@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import pytest
 from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.offline_model import OfflineModel
@@ -90,32 +92,45 @@ async def skipping_agent(skipping_env: WorkflowEnvironment, workspace: Path) -> 
         yield running
 
 
-async def eventually(probe: Callable[[], Awaitable[T]], until: Callable[[T], bool], timeout: float = 15) -> T:
-    """Poll a query until what it returns satisfies `until`; fail with the last value."""
+async def eventually(probe: Callable[[], Awaitable[T]], until: Callable[[T], bool], timeout: float = 30) -> T:
+    """Poll a query until what it returns satisfies `until`; fail with the last value.
+
+    A query can fail for a moment after a worker restart (it is routed to the
+    old worker's sticky queue first), so a failed probe is simply tried again.
+    """
     deadline = asyncio.get_running_loop().time() + timeout
+    value: Any = None
     while True:
-        value = await probe()
-        if until(value):
-            return value
+        try:
+            value = await probe()
+        except RPCError as error:
+            value = error
+        else:
+            if until(value):
+                return value
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"condition not met within {timeout}s; last value: {value!r}")
         await asyncio.sleep(0.05)
 
 
+def query(handle: WorkflowHandle[Any, Any], name: str) -> Awaitable[Any]:
+    return handle.query(name, rpc_timeout=timedelta(seconds=3))
+
+
 async def pending_items(handle: WorkflowHandle[Any, Any], count: int = 1) -> list[dict[str, Any]]:
-    return await eventually(lambda: handle.query("pending"), lambda items: len(items) >= count)
+    return await eventually(lambda: query(handle, "pending"), lambda items: len(items) >= count)
 
 
 async def settled(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
     """The status once the current turn is over and nothing is waiting."""
     return await eventually(
-        lambda: handle.query("status"),
+        lambda: query(handle, "status"),
         lambda s: s["state"] in ("idle", "closed") and s["queued_messages"] == 0,
     )
 
 
 async def pending_of_kind(handle: WorkflowHandle[Any, Any], kind: str) -> dict[str, Any]:
-    items = await eventually(lambda: handle.query("pending"), lambda items: any(i["kind"] == kind for i in items))
+    items = await eventually(lambda: query(handle, "pending"), lambda items: any(i["kind"] == kind for i in items))
     return next(item for item in items if item["kind"] == kind)
 
 
