@@ -16,6 +16,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
+from exit_cleanly import exit_now
 from console.render import describe_pending, print_json, render_status, render_transcript
 from settings import Settings, connect
 from workflows.agent import AgentWorkflow
@@ -177,9 +178,14 @@ def main() -> int:
     except RPCError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except RuntimeError as error:
+        if "Failed client connect" not in str(error):
+            raise
+        print(f"error: cannot reach Temporal at {settings.address}: {error}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

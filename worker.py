@@ -14,6 +14,7 @@ from temporalio.worker import Worker
 
 from activities.model import ModelActivities, ModelBackend, backend_from_env
 from activities.run_tool import ToolActivities
+from exit_cleanly import exit_now
 from settings import Settings, connect
 from workflows.agent import AgentWorkflow
 
@@ -57,3 +58,4 @@ async def main() -> None:
 
 if __name__ == "__main__":
     asyncio.run(main())
+    exit_now(0)
