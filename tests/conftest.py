@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -22,6 +23,7 @@ from worker import build_worker
 from workflows.agent import AgentWorkflow
 
 T = TypeVar("T")
+RECORD_HISTORIES_TO = os.environ.get("HITL_RECORD_HISTORIES")
 SECRET_KEY = "sk-test-do-not-leak-7f3a"
 TIME_SKIPPING = ["--dynamic-config-value", "frontend.WorkflowTimeSkippingEnabled=true"]
 
@@ -78,6 +80,17 @@ async def running_agent(client: Client, workspace: Path, backend: Any = None) ->
     task_queue = f"hitl-test-{uuid.uuid4().hex[:8]}"
     async with build_worker(client, task_queue, backend or OfflineModel(), workspace):
         yield Agent(client, task_queue, workspace)
+    if RECORD_HISTORIES_TO:
+        await record_histories(client, task_queue, Path(RECORD_HISTORIES_TO))
+
+
+async def record_histories(client: Client, task_queue: str, folder: Path) -> None:
+    """Keep the histories a test made, for the replay corpus (HITL_RECORD_HISTORIES=folder)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    test_name = os.environ.get("PYTEST_CURRENT_TEST", "test").split("::")[-1].split(" ")[0]
+    async for execution in client.list_workflows(f"TaskQueue = '{task_queue}'"):
+        history = await client.get_workflow_handle(execution.id, run_id=execution.run_id).fetch_history()
+        (folder / f"{test_name}--{execution.id}.json").write_text(history.to_json())
 
 
 @pytest.fixture
