@@ -11,7 +11,6 @@ import time
 from datetime import timedelta
 from typing import Any
 
-import httpx
 import openai
 from temporalio.exceptions import ApplicationError
 
@@ -83,7 +82,7 @@ def provider_message(error: openai.APIStatusError) -> str:
     return error.message
 
 
-def retry_after(response: httpx.Response) -> timedelta | None:
+def retry_after(response: Any) -> timedelta | None:
     headers = response.headers
     if "retry-after-ms" in headers:
         try:

@@ -17,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.offline_model import OfflineModel
 from activities.openai_backend import OpenAIBackend
 from devserver import FAST_SQLITE, temporal_binary
+from exit_cleanly import exit_now
 from settings import DATA_CONVERTER
 from tests.fake_openai import FakeOpenAI
 from worker import build_worker
@@ -169,3 +170,16 @@ async def openai_agent(env: WorkflowEnvironment, workspace: Path) -> AsyncIterat
         backend = OpenAIBackend(api_key=SECRET_KEY, base_url=fake.base_url, default_model="test-model")
         async for running in running_agent(env.client, workspace, backend):
             yield running, fake
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Exit with pytest's own status, skipping the interpreter teardown that can
+    abort after the Temporal SDK's threads (see exit_cleanly.py)."""
+    status = getattr(config, "_hitl_exit_status", None)
+    if status is not None:
+        exit_now(int(status))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config._hitl_exit_status = exitstatus  # type: ignore[attr-defined]

@@ -1,0 +1,16 @@
+# Sourced by demo.sh and test.sh: make .venv and install the project into it,
+# again only when pyproject.toml has changed since the last install.
+# Usage: source scripts/venv.sh [extra]   (extra: an optional-dependency group)
+extra="${1:-}"
+spec="."
+[ -n "$extra" ] && spec=".[$extra]"
+stamp=".venv/.installed${extra:+-$extra}"
+if [ ! -x .venv/bin/python ]; then
+  echo "setting up .venv (first run only)..." >&2
+  python3 -m venv .venv
+fi
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e "$spec"
+  touch "$stamp"
+fi

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Set up (first run only) and run the whole test suite against a real Temporal
+# dev server that the tests start from the installed `temporal` binary.
+set -euo pipefail
+cd "$(dirname "$0")"
+source ./scripts/venv.sh test
+exec .venv/bin/python -m pytest "$@"
