@@ -38,11 +38,24 @@ def load_tool_modules() -> list[str]:
     return names
 
 
+async def connect_with_patience(settings: Settings, attempts: int = 30) -> Client:
+    """The server may still be starting (docker compose starts both at once)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return await connect(settings)
+        except RuntimeError as error:
+            if attempt == attempts:
+                raise
+            print(f"worker: cannot reach {settings.address} yet ({error}); retrying", file=sys.stderr)
+            await asyncio.sleep(2)
+    raise AssertionError("unreachable")
+
+
 async def main() -> None:
     settings = Settings.from_env()
     extra = load_tool_modules()
     backend = backend_from_env(settings)
-    client = await connect(settings)
+    client = await connect_with_patience(settings)
     worker = build_worker(client, settings.task_queue, backend, settings.workspace)
     print(f"worker: {settings.address} namespace={settings.namespace} task_queue={settings.task_queue}")
     print(f"worker: model: {backend.description}")
