@@ -136,13 +136,7 @@ class Chat:
         if choice.startswith("a"):
             await self.update(handle, "approve_update", body)
         elif choice.startswith("e"):
-            print(f"  current args: {json.dumps(item['args'], ensure_ascii=False)}")
-            edited = await ask("  new args (JSON): ")
-            try:
-                body["args"] = json.loads(edited)
-            except json.JSONDecodeError as error:
-                print(f"  not JSON ({error}); nothing sent")
-                return
+            body["args"] = await self.edited_args(item["args"])
             await self.update(handle, "approve_update", body)
         elif choice.startswith("r"):
             body["reason"] = await ask("  reason: ")
@@ -150,6 +144,16 @@ class Chat:
         elif choice:
             # Anything else is a new message: the session settles the call as "moved on".
             await self.update(handle, "user_message_update", {"text": choice, "by": self.by})
+
+    async def edited_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Field by field: Enter keeps a value; JSON (a number, a list) is read as JSON."""
+        edited = dict(args)
+        for name, value in args.items():
+            shown = value if isinstance(value, str) else json.dumps(value)
+            typed = await ask(f"  {name} [{shown}]: ")
+            if typed:
+                edited[name] = typed if isinstance(value, str) else _json_or_text(typed)
+        return edited
 
     async def answer_for(self, item: dict[str, Any]) -> Any:
         print(f"? {item['question']}")
@@ -177,3 +181,10 @@ class Chat:
         except WorkflowUpdateFailedError as error:
             print(f"  refused: {getattr(error.cause, 'message', error)}")
             return False
+
+
+def _json_or_text(typed: str) -> Any:
+    try:
+        return json.loads(typed)
+    except json.JSONDecodeError:
+        return typed

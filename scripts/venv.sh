@@ -10,7 +10,12 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e "$spec"
+  echo "installing the project into .venv..." >&2
+  if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e "$spec"; } \
+      > .venv/install.log 2>&1; then
+    cat .venv/install.log >&2
+    echo "installation failed; the log above is also in .venv/install.log" >&2
+    exit 1
+  fi
   touch "$stamp"
 fi

@@ -102,3 +102,25 @@ async def test_starter_commands_cover_a_whole_session(agent: Agent) -> None:
     assert result["reason"] == "cancelled: done"
     audit = json.loads((await starter(agent, "--json", "audit", "cli-2")).stdout)
     assert [e["event"] for e in audit if e["event"] in ("answered", "edited", "rejected")] == ["answered", "edited", "rejected"]
+
+
+async def test_the_chat_decides_and_reattaches(agent: Agent) -> None:
+    async def chat(*lines: str) -> str:
+        env = {**os.environ, "TEMPORAL_ADDRESS": address(agent), "HITL_TASK_QUEUE": agent.task_queue}
+        completed = await asyncio.to_thread(
+            subprocess.run, [sys.executable, str(ROOT / "starter.py"), "chat", "--session", "chat-1"],
+            input="".join(f"{line}\n" for line in lines), capture_output=True, text=True, timeout=60, env=env,
+        )
+        assert completed.returncode == 0, completed.stderr
+        return completed.stdout
+
+    first = await chat("please delete notes.txt", "r", "keep it", "book me a flight to Beijing on 2026-12-24")
+    assert "⚠ delete_file(path=\"notes.txt\") needs approval" in first
+    assert "Agent: I did not delete notes.txt, as you asked." in first
+    assert "? Which city are you departing from?" in first
+    assert "left session chat-1" in first  # stdin ended while the question waits
+
+    second = await chat("Shanghai", "e", "", "", "2026-12-25", "/quit")
+    assert "reattached to session chat-1" in second
+    assert "Agent: Booked flight Shanghai -> Beijing on 2026-12-25" in second
+    assert (agent.workspace / "notes.txt").exists()
