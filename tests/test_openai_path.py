@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import SECRET_KEY, Agent, assert_well_formed, pending_items, settled
+from tests.conftest import SECRET_KEY, Agent, assert_well_formed, eventually, pending_items, settled
 from tests.fake_openai import FakeOpenAI, error, text, tool_calls
 
 
@@ -103,3 +103,20 @@ async def test_repeated_call_ids_from_a_model_are_made_unique(openai_agent: tupl
     ids = [call["id"] for m in transcript for call in m.get("tool_calls") or []]
     assert len(ids) == 2 and len(set(ids)) == 2
     assert_well_formed(transcript)
+
+
+async def test_retry_after_sets_the_next_attempt(openai_agent: tuple[Agent, FakeOpenAI]) -> None:
+    agent, fake = openai_agent
+    fake.script(error(429, "rate limited", **{"Retry-After": "120"}))
+    session = await agent.start("hi")
+
+    async def model_activity():
+        description = await session.describe()
+        return list(description.raw_description.pending_activities)
+
+    [activity] = await eventually(model_activity, lambda acts: bool(acts) and acts[0].attempt == 2)
+    wait = activity.next_attempt_schedule_time.ToDatetime() - activity.last_attempt_complete_time.ToDatetime()
+    assert 115 <= wait.total_seconds() <= 125, wait
+    assert "rate limited" in activity.last_failure.message
+    await session.signal("cancel", {"reason": "test over"})
+    assert (await session.result()).reason == "cancelled: test over"

@@ -65,6 +65,7 @@ def test_malformed_decisions_are_refusals() -> None:
     with pytest.raises(Refusal, match="answer"):
         parse_decision("answer", {"call_id": "x"})
     assert parse_decision("reject", None) == Reject()
+    assert parse_decision("answer", "Shanghai") == Answer(answer="Shanghai")
 
 
 def test_expired_pauses_say_how_long_nobody_answered() -> None:

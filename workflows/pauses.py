@@ -86,6 +86,8 @@ class Settlement(BaseModel):
 
 
 def parse_decision(verb: str, payload: Any) -> Decision:
+    if verb == "answer" and not isinstance(payload, dict) and payload is not None:
+        payload = {"answer": payload}  # `--input '"Shanghai"'` answers the one pending question
     try:
         return DECISION_TYPES[verb].model_validate(payload if payload is not None else {})
     except ValidationError as error:

@@ -52,7 +52,7 @@ class ToolSpec:
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": self.arguments.model_json_schema(),
+                "parameters": without_titles(self.arguments.model_json_schema()),
             },
         }
 
@@ -129,3 +129,16 @@ def arguments_model(fn: Callable[..., Any]) -> tuple[type[BaseModel], str | None
         **fields,
     )
     return model, context_parameter
+
+
+def without_titles(schema: Any) -> Any:
+    """Pydantic's titles repeat the property names; small models read every token."""
+    if isinstance(schema, dict):
+        return {
+            key: without_titles(value)
+            for key, value in schema.items()
+            if not (key == "title" and isinstance(value, str))
+        }
+    if isinstance(schema, list):
+        return [without_titles(item) for item in schema]
+    return schema
