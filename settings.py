@@ -24,6 +24,7 @@ class Settings:
     model: str
     openai_base_url: str | None
     uses_openai: bool
+    notify_url: str | None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -36,6 +37,7 @@ class Settings:
             openai_base_url=os.environ.get("OPENAI_BASE_URL") or None,
             # The key itself stays here in the environment, read by the model activity alone.
             uses_openai=bool(os.environ.get("OPENAI_API_KEY")),
+            notify_url=os.environ.get("HITL_NOTIFY_URL") or None,
         )
 
 

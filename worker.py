@@ -12,6 +12,7 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.notify import NotifyActivities
 from activities.model import ModelActivities, ModelBackend, backend_from_env
 from activities.run_tool import ToolActivities
 from exit_cleanly import exit_now
@@ -19,14 +20,16 @@ from settings import Settings, connect
 from workflows.agent import AgentWorkflow
 
 
-def build_worker(client: Client, task_queue: str, backend: ModelBackend, workspace: Path) -> Worker:
+def build_worker(
+    client: Client, task_queue: str, backend: ModelBackend, workspace: Path, notify_url: str | None = None
+) -> Worker:
     workspace.mkdir(parents=True, exist_ok=True)
-    model, tools = ModelActivities(backend), ToolActivities(workspace)
+    model, tools, notify = ModelActivities(backend), ToolActivities(workspace), NotifyActivities(workspace, notify_url)
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[AgentWorkflow],
-        activities=[model.call_model, tools.run_tool],
+        activities=[model.call_model, tools.run_tool, notify.notify],
     )
 
 
@@ -56,10 +59,11 @@ async def main() -> None:
     extra = load_tool_modules()
     backend = backend_from_env(settings)
     client = await connect_with_patience(settings)
-    worker = build_worker(client, settings.task_queue, backend, settings.workspace)
+    worker = build_worker(client, settings.task_queue, backend, settings.workspace, settings.notify_url)
     print(f"worker: {settings.address} namespace={settings.namespace} task_queue={settings.task_queue}")
     print(f"worker: model: {backend.description}")
     print(f"worker: workspace: {settings.workspace.resolve()}" + (f"; extra tools from {extra}" if extra else ""))
+    print(f"worker: notifications: {settings.notify_url or settings.workspace / 'notifications.jsonl'}")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -22,12 +22,15 @@ ORIGIN_QUESTION = "Which city are you departing from?"
 DATE_QUESTION = "On what date do you want to fly (YYYY-MM-DD)?"
 HELP = (
     "I am the offline stand-in model, not an LLM. I can delete a file, send an email, "
-    "book a flight, or search the workspace documents: try \"delete notes.txt\", "
+    "draft an email, book a flight, or search the workspace documents: try \"delete notes.txt\", "
     "\"send an email to ana@example.com about lunch saying see you at noon\", "
     "\"book me a flight to Beijing\" or \"search for invoices\". "
     "Set OPENAI_API_KEY (and OPENAI_BASE_URL) to use a real model."
 )
-NOT_RUN_MARKERS = ("Rejected by", "No answer within", "The user moved on", "The session", "declined to answer", "Error:")
+NOT_RUN_MARKERS = (
+    "Rejected by", "No answer within", "The user moved on", "The session", "declined to answer", "Error:",
+    "A person rejected this result",
+)
 
 
 class OfflineModel:
@@ -64,6 +67,8 @@ def respond(messages: list[ChatMessage], tools: set[str]) -> ModelReply:
         return book_flight_flow(turn, tools)
     if re.search(r"\b(delete|remove)\b", lowered):
         return single_tool(turn, tools, "delete_file", parse_delete(text))
+    if "email" in lowered and "draft" in lowered:
+        return single_tool(turn, tools, "draft_email", parse_email(text))
     if "email" in lowered and "send" in lowered:
         return single_tool(turn, tools, "send_email", parse_email(text))
     if re.search(r"\b(search|look up|find)\b", lowered):
@@ -143,6 +148,7 @@ def summarise(step: Step) -> str:
         intent = {
             "delete_file": f"delete {step.args.get('path', 'the file')}",
             "send_email": f"send the email to {step.args.get('to', 'them')}",
+            "draft_email": "use the draft",
             "book_flight": f"book the flight to {step.args.get('destination', 'there')}",
             "search_web": "search",
         }.get(step.name, f"run {step.name}")
@@ -151,11 +157,13 @@ def summarise(step: Step) -> str:
         return f"I did not {intent}: {result}"
     if step.name == "search_web":
         return f"Here is what I found in the workspace:\n{result}"
+    if step.name == "draft_email":
+        return f"Here is the draft, as reviewed:\n{result}"
     return result.split("\n\n")[-1]
 
 
 def not_run(result: str) -> bool:
-    return result.startswith(NOT_RUN_MARKERS) or "the tool did not run" in result
+    return result.startswith(NOT_RUN_MARKERS) or "the tool did not run" in result or "was withheld" in result
 
 
 def call(turn: Turn, name: str, args: dict[str, Any]) -> ModelReply:

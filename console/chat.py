@@ -65,8 +65,12 @@ class Chat:
                     print(f"(session closed: {status.get('closed_reason')})")
                     return 0
                 pending = await handle.query("pending")
+                mine = [item for item in pending if self.by not in item.get("approvals", [])]
+                if mine:
+                    await self.decide(handle, mine[0])
+                    continue
                 if pending:
-                    await self.decide(handle, pending[0])
+                    await self.wait_for_others(handle, pending)
                     continue
                 text = await ask("You: ")
                 if text in ("/quit", "/exit"):
@@ -114,6 +118,11 @@ class Chat:
                 return status
             await asyncio.sleep(POLL_SECONDS)
 
+    async def wait_for_others(self, handle: WorkflowHandle[Any, Any], pending: list[dict[str, Any]]) -> None:
+        print(f"(you approved; waiting for other approvers of {pending[0]['tool']})")
+        while await handle.query("pending") == pending:
+            await asyncio.sleep(POLL_SECONDS * 5)
+
     async def show_new_messages(self, handle: WorkflowHandle[Any, Any]) -> None:
         transcript = await handle.query("transcript")
         for message in transcript[self.shown :]:
@@ -130,10 +139,21 @@ class Chat:
             if answer is not None:
                 await self.update(handle, "answer_update", {"call_id": item["call_id"], "answer": answer, "by": self.by})
             return
-        print(f"⚠ {call_text(item['tool'], item['args'])} needs {item['kind']}  [a]pprove / [e]dit / [r]eject")
-        choice = (await ask("> ")).lower()
+        if item["kind"] == "review":
+            print(f"⚠ {call_text(item['tool'], item['args'])} ran; review its result before the agent sees it:")
+            print("\n".join(f"    {line}" for line in (item.get("result") or "").splitlines()))
+            print("  [a]pprove / [e]dit / [r]eject")
+        else:
+            print(f"⚠ {call_text(item['tool'], item['args'])} needs approval  [a]pprove / [e]dit / [r]eject")
+        typed = await ask("> ")
+        choice = typed.lower()
+        if choice in ("/quit", "/exit"):
+            raise EOFError
         body: dict[str, Any] = {"call_id": item["call_id"], "by": self.by}
         if choice.startswith("a"):
+            await self.update(handle, "approve_update", body)
+        elif choice.startswith("e") and item["kind"] == "review":
+            body["result"] = await ask("  the result the agent should see: ")
             await self.update(handle, "approve_update", body)
         elif choice.startswith("e"):
             body["args"] = await self.edited_args(item["args"])
@@ -143,7 +163,7 @@ class Chat:
             await self.update(handle, "reject_update", body)
         elif choice:
             # Anything else is a new message: the session settles the call as "moved on".
-            await self.update(handle, "user_message_update", {"text": choice, "by": self.by})
+            await self.update(handle, "user_message_update", {"text": typed, "by": self.by})
 
     async def edited_args(self, args: dict[str, Any]) -> dict[str, Any]:
         """Field by field: Enter keeps a value; JSON (a number, a list) is read as JSON."""

@@ -22,7 +22,12 @@ def describe_item(item: dict[str, Any]) -> str:
         if item.get("choices"):
             text += "  [" + " / ".join(item["choices"]) + "]"
         return f"{text}  call_id={item['call_id']}{deadline}"
-    return f"⚠ {call_text(item['tool'], item['args'])} needs {item['kind']}  call_id={item['call_id']}{deadline}"
+    text = f"⚠ {call_text(item['tool'], item['args'])} needs {item['kind']}  call_id={item['call_id']}{deadline}"
+    if item.get("required_approvals", 1) > 1:
+        text += f"  approvals {len(item.get('approvals', []))}/{item['required_approvals']}"
+    if item.get("result"):
+        text += "\n    " + "\n    ".join(item["result"].splitlines())
+    return text
 
 
 def describe_pending(items: list[dict[str, Any]]) -> str:

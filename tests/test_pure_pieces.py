@@ -16,6 +16,7 @@ from workflows.conversation import ChatMessage, Conversation, FunctionCall, Mode
 from workflows.forms import check_answer
 from workflows.pauses import Answer, Approve, Pauses, PendingCall, Refusal, Reject, parse_decision
 from workflows.planning import plan_call, with_unique_call_ids
+from workflows.rules import args_sha256
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 
@@ -40,7 +41,7 @@ def test_a_conversation_refuses_to_move_on_with_an_unanswered_call() -> None:
 
 def approval(call_id: str = "c1", deadline: datetime | None = None) -> PendingCall:
     return PendingCall(call_id=call_id, kind="approval", tool="delete_file", args={"path": "a.txt"},
-                       requested_at=NOW, deadline=deadline)
+                       args_sha256=args_sha256({"path": "a.txt"}), requested_at=NOW, deadline=deadline)
 
 
 def test_decisions_settle_a_pending_call_in_the_expected_way() -> None:
@@ -72,9 +73,10 @@ def test_expired_pauses_say_how_long_nobody_answered() -> None:
     pauses = Pauses()
     pauses.request(approval("early", NOW + timedelta(seconds=60)))
     pauses.request(approval("late", NOW + timedelta(seconds=600)))
-    assert pauses.next_deadline() == NOW + timedelta(seconds=60)
-    [expired] = pauses.expire(NOW + timedelta(seconds=61), {"approval": 60, "question": 1, "review": 60})
-    assert expired.call_id == "early" and expired.result.startswith("No answer within 60 seconds; cancelled")
+    assert pauses.next_event() == NOW + timedelta(seconds=60)
+    [due] = pauses.due(NOW + timedelta(seconds=61))
+    expired = pauses.expire(due, 60, NOW + timedelta(seconds=61))
+    assert expired.call_id == "early" and expired.result == "No answer within 60 seconds; cancelled. The tool did not run."
     assert [p.call_id for p in pauses.open] == ["late"]
 
 

@@ -23,10 +23,15 @@ class GatedModel(OfflineModel):
     def __init__(self) -> None:
         self.gate = asyncio.Event()
         self.calls = 0
+        self.cancelled = 0
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         self.calls += 1
-        await self.gate.wait()
+        try:
+            await self.gate.wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
         return await super().complete(request)
 
 
@@ -53,7 +58,9 @@ async def test_a_message_while_a_call_is_pending_settles_it_first(agent: Agent) 
     assert "moved on" in moved_on["content"] and "did not run" in moved_on["content"]
     assert "notes.txt" in status["last_answer"]  # the search found the note
     assert await session.query("pending") == []
-    assert "moved_on" in [event["event"] for event in await session.query("audit")]
+    audit = await session.query("audit")
+    assert [event["event"] for event in audit] == ["requested", "cancelled"]
+    assert "moved on" in audit[-1]["reason"]
 
 
 async def test_steering_joins_the_running_turn_at_the_next_step(gated_agent: tuple[Agent, GatedModel]) -> None:

@@ -1,18 +1,18 @@
 """AgentWorkflow: a ReAct loop whose pauses for a person are durable.
 
 Reason (a model activity), maybe pause (wait for a person's decision), act
-(tool activities), repeat until the model answers; then wait, idle, for the
-next message. Temporal records every step, so a pause can last a week and
-outlive any number of worker restarts.
+(tool activities), maybe pause again (review a result), repeat until the
+model answers; then wait, idle, for the next message. Temporal records every
+step, so a pause can last a week and outlive any number of worker restarts.
 """
 
 from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Callable
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -26,11 +26,14 @@ from workflows.pauses import (
     PendingCall,
     Refusal,
     Settlement,
+    Verdict,
+    Vote,
     deadline_after,
     parse_decision,
 )
 from workflows.planning import PlannedCall, plan_call, with_unique_call_ids
-from workflows.requests import ModelRequest, ToolInvocation
+from workflows.requests import ModelRequest, Notification, ToolInvocation
+from workflows.rules import Grant, args_sha256, grant_from
 from workflows.session import (
     DEFAULT_SYSTEM_PROMPT,
     AuditEvent,
@@ -50,7 +53,7 @@ with workflow.unsafe.imports_passed_through():
 
 MODEL_CALL = dict(
     start_to_close_timeout=timedelta(minutes=5),
-    heartbeat_timeout=timedelta(seconds=30),
+    heartbeat_timeout=timedelta(seconds=10),
     retry_policy=RetryPolicy(
         initial_interval=timedelta(seconds=1),
         maximum_interval=timedelta(seconds=30),
@@ -67,8 +70,20 @@ TOOL_CALL = dict(
         non_retryable_error_types=["ToolError"],
     ),
 )
+NOTIFY_CALL = dict(
+    start_to_close_timeout=timedelta(seconds=30),
+    retry_policy=RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(minutes=1)),
+)
 IGNORED_SIGNALS_KEPT = 50
-T = TypeVar("T")
+AUDIT_EVENT: dict[Outcome, str] = {
+    "approved": "approved", "edited": "edited", "rejected": "rejected", "declined": "rejected",
+    "answered": "answered", "timed_out": "timed_out", "moved_on": "cancelled", "cancelled": "cancelled",
+}
+
+
+class ToolOutcome(BaseModel):
+    text: str
+    ran: bool = False
 
 
 @workflow.defn
@@ -84,7 +99,10 @@ class AgentWorkflow:
         self.offered = {spec.name: spec for spec in CATALOG.select(self.config.tools)}
         self.conversation = Conversation()
         self.pauses = Pauses()
+        self.grants: list[Grant] = []
         self.inbox: list[UserMessage] = [UserMessage(text=self.config.message, by=self.config.by)]
+        self.speaker: str | None = None
+        self.interrupt_requested = False
         self.cancel_reason: str | None = None
         self.state: SessionState = "running"
         self.turn = 0
@@ -110,7 +128,7 @@ class AgentWorkflow:
             raise
         # Let Update handlers that are still replying finish before the run ends.
         await workflow.wait_condition(workflow.all_handlers_finished)
-        return SessionSummary(reason=self.closed_reason, turns=self.turn, last_answer=self.last_answer)
+        return SessionSummary(reason=self.closed_reason or "closed", turns=self.turn, last_answer=self.last_answer)
 
     async def next_user_turn(self) -> bool:
         if self.turn:
@@ -136,20 +154,25 @@ class AgentWorkflow:
         self.take_in_messages()
         while self.steps < self.config.max_steps:
             reply = await self.reason()
+            if self.cancel_reason is not None:
+                return
             if reply is None:
+                if self.interrupt_requested:  # re-plan with the message that interrupted
+                    self.take_in_messages()
+                    continue
                 return
             self.conversation.add_assistant(reply)
             if not reply.tool_calls:
                 self.last_answer = reply.content or ""
                 return
-            await self.act([plan_call(call, self.offered) for call in reply.tool_calls])
+            await self.act([plan_call(call, self.offered, self.config) for call in reply.tool_calls])
             if self.cancel_reason is not None:
                 return
             self.take_in_messages()
         self.error = f"stopped after max_steps={self.config.max_steps} without a final answer"
 
     async def reason(self) -> ModelReply | None:
-        """One model call; None when it failed for good or the session was cancelled."""
+        """One model call; None when it failed for good or was cancelled or interrupted."""
         self.steps += 1
         self.total_steps += 1
         request = ModelRequest(
@@ -157,65 +180,106 @@ class AgentWorkflow:
             tools=[spec.openai_schema() for spec in self.offered.values()],
             model=self.config.model,
         )
+        call = asyncio.ensure_future(
+            workflow.execute_activity("call_model", request, result_type=ModelReply, **MODEL_CALL)
+        )
+        # A cancel or an interrupting message stops the wait at once; the
+        # heartbeating activity hears of its cancellation on its next beat.
+        await workflow.wait_condition(
+            lambda: call.done() or self.cancel_reason is not None or self.interrupt_requested
+        )
+        if not call.done():
+            call.cancel()
+            call.add_done_callback(lambda done: done.cancelled() or done.exception())  # retrieved: not an error
+            return None
         try:
-            reply = await self.unless_cancelled(
-                lambda: workflow.execute_activity("call_model", request, result_type=ModelReply, **MODEL_CALL)
-            )
+            reply = call.result()
         except ActivityError as error:
             self.error = f"model call failed: {failure_message(error)}"
-            return None
-        if reply is None:
             return None
         return with_unique_call_ids(reply, self.conversation.used_call_ids(), self.total_steps)
 
     async def act(self, plans: list[PlannedCall]) -> None:
         """Settle every call of one step, then add one result per call, in order."""
         for plan in plans:
-            if plan.action in ("approve", "ask"):
-                self.request_person(plan)
+            self.open_pause_if_needed(plan)
         await self.wait_for_people()
-        results = await asyncio.gather(*(self.outcome_of(plan) for plan in plans))
-        for plan, result in zip(plans, results):
-            self.conversation.add_tool_result(plan.call_id, result)
+        outcomes = await asyncio.gather(*(self.outcome_of(plan) for plan in plans))
+        reviewed = set()
+        for plan, outcome in zip(plans, outcomes):
+            if plan.review and outcome.ran:
+                self.request_person("review", plan, result=outcome.text)
+                reviewed.add(plan.call_id)
+        await self.wait_for_people()
+        for plan, outcome in zip(plans, outcomes):
+            if plan.call_id in reviewed:
+                outcome.text = self.pauses.collect(plan.call_id).result or ""
+            self.conversation.add_tool_result(plan.call_id, outcome.text)
 
-    async def outcome_of(self, plan: PlannedCall) -> str:
+    def open_pause_if_needed(self, plan: PlannedCall) -> None:
+        if plan.action == "ask":
+            self.request_person("question", plan)
+        elif plan.action == "approve":
+            grant = self.grant_for(plan)
+            if grant is None:
+                self.request_person("approval", plan)
+            else:
+                plan.action = "run"
+                self.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args), by=grant.by, rule=grant.describe())
+        elif plan.action == "run" and plan.policy:
+            self.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args), rule=plan.policy)
+
+    async def outcome_of(self, plan: PlannedCall) -> ToolOutcome:
         if plan.action == "refuse":
-            return plan.refusal or "Error: refused"
+            return ToolOutcome(text=plan.refusal or "Error: refused")
         if plan.action == "run":
             if self.cancel_reason is not None:
-                return self.cancelled_result()
+                return ToolOutcome(text=f"The session was cancelled ({self.cancel_reason}); the tool did not run.")
             return await self.run_tool(plan.call_id, plan.tool, plan.args)
         settlement = self.pauses.collect(plan.call_id)
         if settlement.run_with is None:
-            return settlement.result or ""
-        output = await self.run_tool(plan.call_id, plan.tool, settlement.run_with)
-        return f"{settlement.note}\n\n{output}" if settlement.note else output
+            return ToolOutcome(text=settlement.result or "")
+        outcome = await self.run_tool(plan.call_id, plan.tool, settlement.run_with)
+        if settlement.note:
+            outcome.text = f"{settlement.note}\n\n{outcome.text}"
+        return outcome
 
-    async def run_tool(self, call_id: str, tool: str, args: dict[str, Any]) -> str:
+    async def run_tool(self, call_id: str, tool: str, args: dict[str, Any]) -> ToolOutcome:
         invocation = ToolInvocation(session_id=workflow.info().workflow_id, call_id=call_id, tool=tool, args=args)
         try:
-            return await workflow.execute_activity("run_tool", invocation, result_type=str, **TOOL_CALL)
+            output = await workflow.execute_activity("run_tool", invocation, result_type=str, **TOOL_CALL)
         except ActivityError as error:
-            return f"Error: {tool} failed: {failure_message(error)}"
+            return ToolOutcome(text=f"Error: {tool} failed: {failure_message(error)}")
+        return ToolOutcome(text=output, ran=True)
 
     def take_in_messages(self) -> None:
         """Steering: messages that arrived mid-turn join at this step boundary."""
         for message in self.inbox:
             self.conversation.add_user(message.text)
+            self.speaker = message.by
         self.inbox.clear()
+        self.interrupt_requested = False
 
     # ------------------------------------------------------------- the pauses
 
-    def request_person(self, plan: PlannedCall) -> None:
-        kind: PauseKind = "question" if plan.action == "ask" else "approval"
-        now = workflow.now()
+    def request_person(self, kind: PauseKind, plan: PlannedCall, result: str | None = None) -> None:
+        rules, now = self.config, workflow.now()
+        decided_by_approvers = kind != "question"
         item = PendingCall(
             call_id=plan.call_id,
             kind=kind,
             tool=plan.tool,
             args=plan.args,
+            args_sha256=args_sha256(plan.args),
+            result=result,
             requested_at=now,
             deadline=deadline_after(now, self.timeouts()[kind]),
+            requested_by=self.speaker,
+            approvers=rules.approvers_for(plan.tool) if decided_by_approvers else None,
+            required_approvals=rules.approvals_needed(plan.tool) if kind == "approval" else 1,
+            four_eyes=rules.four_eyes and decided_by_approvers,
+            remind_at=deadline_after(now, rules.remind_after_seconds),
+            escalate_at=deadline_after(now, rules.escalate_after_seconds) if decided_by_approvers else None,
         )
         if kind == "question":
             question = question_of(plan.args)
@@ -223,21 +287,20 @@ class AgentWorkflow:
             item.choices = question.choices
             item.fields = [f.model_dump(exclude_none=True) for f in question.fields] if question.fields else None
         self.pauses.request(item)
-        self.record("requested", call_id=item.call_id, tool=item.tool)
+        self.record("requested", item.call_id, item.tool, item.args_sha256, by=self.speaker, rule=kind)
+        self.notify("requested", item)
 
     async def wait_for_people(self) -> None:
-        """Wait until every pause of this step is settled, one way or another."""
+        """Wait until every open pause is settled: by a person, a message, a cancel or the clock."""
         while self.pauses.is_waiting():
             self.state = "awaiting_human"
             if self.cancel_reason is not None:
-                self.settle_all("cancelled", self.cancelled_result())
+                self.settle_all("cancelled", f"The session was cancelled ({self.cancel_reason})")
             elif self.inbox:
-                self.settle_all(
-                    "moved_on", "The user moved on to a new message without deciding; cancelled. The tool did not run."
-                )
+                self.settle_all("moved_on", "The user moved on to a new message without deciding")
             else:
-                deadline = self.pauses.next_deadline()
-                timeout = (deadline - workflow.now()).total_seconds() if deadline else None
+                next_event = self.pauses.next_event()
+                timeout = (next_event - workflow.now()).total_seconds() if next_event else None
                 try:
                     if timeout is None or timeout > 0:
                         await workflow.wait_condition(
@@ -247,13 +310,32 @@ class AgentWorkflow:
                         continue
                 except asyncio.TimeoutError:
                     pass
-                for settlement in self.pauses.expire(workflow.now(), self.timeouts()):
-                    self.record_settlement(settlement)
+                self.on_the_clock()
         self.state = "running"
 
-    def settle_all(self, outcome: Outcome, result: str) -> None:
-        for settlement in self.pauses.settle_all(outcome, result, workflow.now()):
+    def on_the_clock(self) -> None:
+        """Deadlines, escalations and reminders that have come due; the timeout comes last."""
+        now = workflow.now()
+        for item in self.pauses.due(now):
+            if item.deadline is not None and item.deadline <= now:
+                self.record_settlement(self.pauses.expire(item, self.timeouts()[item.kind], now))
+                continue
+            if item.escalate_at is not None and item.escalate_at <= now:
+                item.escalate_at = None
+                if item.approvers is not None:
+                    item.approvers = list(dict.fromkeys([*item.approvers, *self.config.escalate_to]))
+                self.notify("escalated", item, to=self.config.escalate_to)
+            if item.remind_at is not None and item.remind_at <= now:
+                item.remind_at = deadline_after(now, self.config.remind_after_seconds)
+                self.notify("reminder", item)
+
+    def settle_all(self, outcome: Outcome, why: str) -> None:
+        for settlement in self.pauses.settle_all(outcome, why, workflow.now()):
             self.record_settlement(settlement)
+
+    def grant_for(self, plan: PlannedCall) -> Grant | None:
+        sha, now = args_sha256(plan.args), workflow.now()
+        return next((grant for grant in self.grants if grant.covers(plan.tool, sha, now)), None)
 
     def timeouts(self) -> dict[PauseKind, float]:
         return {
@@ -261,6 +343,21 @@ class AgentWorkflow:
             "question": self.config.answer_timeout_seconds,
             "review": self.config.approval_timeout_seconds,
         }
+
+    def notify(self, event: str, item: PendingCall, to: list[str] | None = None) -> None:
+        """Tell people a pause needs them; a failed notification never blocks the session."""
+        notification = Notification(
+            session_id=workflow.info().workflow_id, event=event, item=item.view(),
+            to=to or item.approvers or [], at=workflow.now(),
+        )
+
+        async def send() -> None:
+            try:
+                await workflow.execute_activity("notify", notification, **NOTIFY_CALL)
+            except ActivityError as error:
+                workflow.logger.warning("notification failed: %s", failure_message(error))
+
+        asyncio.ensure_future(send())
 
     # ----------------------------------------------------- signals and Updates
 
@@ -333,16 +430,26 @@ class AgentWorkflow:
     def answer_call(self, payload: Any) -> dict[str, Any]:
         return self.apply(self.decide("answer", payload))
 
-    def decide(self, verb: str, payload: Any) -> Settlement:
+    def decide(self, verb: str, payload: Any) -> Verdict:
         """The one rule book for decisions, shared by signals and Update validators."""
         if self.state == "closed":
             raise Refusal("the session is closed")
         return self.pauses.decide(parse_decision(verb, payload), CATALOG, workflow.now())
 
-    def apply(self, settlement: Settlement) -> dict[str, Any]:
-        self.pauses.settle(settlement)
-        self.record_settlement(settlement)
-        return {"accepted": True, "call_id": settlement.call_id, "outcome": settlement.outcome}
+    def apply(self, verdict: Verdict) -> dict[str, Any]:
+        self.pauses.apply(verdict)
+        if isinstance(verdict, Vote):
+            item = next(item for item in self.pauses.open if item.call_id == verdict.call_id)
+            self.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by,
+                        comment=verdict.comment, rule=verdict.rule)
+            return {"accepted": True, "call_id": verdict.call_id, "outcome": "awaiting_more_approvals",
+                    "approvals": item.approvals, "required_approvals": item.required_approvals}
+        self.record_settlement(verdict)
+        if verdict.remember is not None and verdict.run_with is not None:
+            self.grants.append(grant_from(
+                verdict.remember, verdict.tool, args_sha256(verdict.run_with), verdict.by, verdict.call_id, workflow.now()
+            ))
+        return {"accepted": True, "call_id": verdict.call_id, "outcome": verdict.outcome}
 
     def parse_message(self, payload: Any) -> UserMessage:
         if self.state == "closed" or self.cancel_reason is not None:
@@ -357,8 +464,9 @@ class AgentWorkflow:
     def receive_message(self, payload: Any) -> dict[str, Any]:
         message = self.parse_message(payload)
         self.inbox.append(message)
-        self.record("message", by=message.by)
-        return {"accepted": True, "turn": self.turn, "state": self.state}
+        if message.interrupt and self.state == "running":
+            self.interrupt_requested = True
+        return {"accepted": True, "turn": self.turn, "state": self.state, "interrupting": self.interrupt_requested}
 
     def parse_cancel(self, payload: Any) -> CancelRequest:
         if self.state == "closed" or self.cancel_reason is not None:
@@ -370,7 +478,6 @@ class AgentWorkflow:
 
     def request_cancel(self, payload: Any) -> dict[str, Any]:
         self.cancel_reason = self.parse_cancel(payload).reason or "no reason given"
-        self.record("cancel_requested", reason=self.cancel_reason)
         return {"accepted": True, "state": "closing"}
 
     def signal_or_record(self, signal: str, payload: Any, handle: Callable[[Any], Any]) -> None:
@@ -378,11 +485,12 @@ class AgentWorkflow:
         try:
             handle(payload)
         except Refusal as refusal:
-            at = workflow.now()
-            self.ignored_signals.append({"signal": signal, "reason": str(refusal), "at": at.isoformat()})
+            self.ignored_signals.append({"signal": signal, "reason": str(refusal), "at": workflow.now().isoformat()})
             del self.ignored_signals[:-IGNORED_SIGNALS_KEPT]
-            call_id = payload.get("call_id") if isinstance(payload, dict) else None
-            self.record("refused", signal=signal, reason=str(refusal), call_id=call_id if isinstance(call_id, str) else None)
+            fields = payload if isinstance(payload, dict) else {}
+            self.record(
+                "refused", _text(fields.get("call_id")), by=_text(fields.get("by")), reason=str(refusal), signal=signal
+            )
 
     @staticmethod
     def update_or_fail(payload: Any, handle: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
@@ -409,6 +517,7 @@ class AgentWorkflow:
             "pending": len(self.pauses.open),
             "queued_messages": len(self.inbox),
             "ignored_signals": self.ignored_signals,
+            "remembered": [view(grant) for grant in self.grants if grant.until > workflow.now()],
             "tools": list(self.offered),
             "model": self.config.model,
             "closed_reason": self.closed_reason,
@@ -420,42 +529,37 @@ class AgentWorkflow:
 
     @workflow.query
     def audit(self) -> list[dict[str, Any]]:
-        return [view(event) for event in self.audit_trail]
+        return [event.model_dump(mode="json") for event in self.audit_trail]
 
     # ---------------------------------------------------------------- helpers
 
     def system_prompt(self) -> str:
         return self.config.system_prompt or DEFAULT_SYSTEM_PROMPT
 
-    def cancelled_result(self) -> str:
-        return f"The session was cancelled ({self.cancel_reason}); the tool did not run."
-
-    async def unless_cancelled(self, start: Callable[[], Awaitable[T]]) -> T | None:
-        """Run an activity, but stop waiting for it as soon as the session is cancelled."""
-        task = asyncio.ensure_future(start())
-        await workflow.wait_condition(lambda: task.done() or self.cancel_reason is not None)
-        if task.done():
-            return task.result()
-        task.cancel()
-        return None
-
     def close(self, reason: str) -> None:
         """Settle whatever is still open, so even a closed transcript is well-formed."""
-        result = f"The session closed ({reason}) before this call was settled; the tool did not run."
-        self.settle_all("cancelled", result)
-        self.conversation.settle_unanswered(result)
+        why = f"The session closed ({reason}) before this call was settled"
+        self.settle_all("cancelled", why)
+        self.conversation.settle_unanswered(f"{why}; the tool did not run.")
         self.closed_reason = reason
         self.state = "closed"
-        self.record("closed", reason=reason)
 
     def record_settlement(self, settlement: Settlement) -> None:
         self.record(
-            settlement.outcome, call_id=settlement.call_id, tool=settlement.tool, by=settlement.by,
-            reason=settlement.result if settlement.run_with is None else settlement.note,
+            AUDIT_EVENT[settlement.outcome], settlement.call_id, settlement.tool, settlement.args_sha256,
+            by=settlement.by, comment=settlement.comment, rule=settlement.rule,
+            reason=settlement.result if settlement.outcome not in ("approved", "edited", "answered") else None,
         )
 
-    def record(self, event: str, **details: Any) -> None:
-        self.audit_trail.append(AuditEvent(at=workflow.now(), event=event, **details))
+    def record(self, event: str, call_id: str | None = None, tool: str | None = None,
+               sha: str | None = None, **details: Any) -> None:
+        self.audit_trail.append(
+            AuditEvent(at=workflow.now(), event=event, call_id=call_id, tool=tool, args_sha256=sha, **details)
+        )
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def failure_message(error: ActivityError) -> str:

@@ -1,9 +1,9 @@
 """Pauses for a person: what is pending, what a person decided, how it settled.
 
 Everything here is pure and deterministic, so the workflow can call it from
-signal handlers, update validators and the loop alike. `decide` is the single
-rule book: a signal that breaks a rule is recorded as refused, an Update that
-breaks it is rejected by its validator, both with the same reason.
+signal handlers, Update validators and the loop alike. `Pauses.decide` is the
+single rule book: a signal that breaks a rule is recorded as refused, an
+Update that breaks it is rejected by its validator, both with the same reason.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from workflows.conversation import answer_as_tool_result
 from workflows.forms import check_answer, describe_validation_error
+from workflows.rules import Remember, args_sha256
 
 if TYPE_CHECKING:
     from activities.tools.catalog import ToolCatalog
@@ -31,18 +32,33 @@ class Refusal(Exception):
 
 
 class PendingCall(BaseModel):
+    """One tool call waiting for a person, with the rules that govern it."""
+
     call_id: str
     kind: PauseKind
     tool: str
     args: dict[str, Any]
+    args_sha256: str
     question: str | None = None
     choices: list[str] | None = None
     fields: list[dict[str, Any]] | None = None
+    result: str | None = None
     requested_at: datetime
     deadline: datetime | None = None
+    requested_by: str | None = None
+    approvers: list[str] | None = None
+    required_approvals: int = 1
+    approvals: list[str] = Field(default_factory=list)
+    four_eyes: bool = False
+    remind_at: datetime | None = None
+    escalate_at: datetime | None = None
 
     def view(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True)
+        return self.model_dump(mode="json", exclude_none=True, exclude={"four_eyes"})
+
+    def next_event(self) -> datetime | None:
+        moments = [m for m in (self.deadline, self.remind_at, self.escalate_at) if m is not None]
+        return min(moments) if moments else None
 
 
 class _Decision(BaseModel):
@@ -50,12 +66,15 @@ class _Decision(BaseModel):
 
     call_id: str | None = None
     by: str | None = None
+    expected_args_sha256: str | None = None
 
 
 class Approve(_Decision):
     verb: ClassVar[str] = "approve"
     args: dict[str, Any] | None = None
+    result: Any = None
     comment: str | None = None
+    remember: Remember | None = None
 
 
 class Reject(_Decision):
@@ -77,12 +96,31 @@ class Settlement(BaseModel):
 
     call_id: str
     tool: str
+    kind: PauseKind
     outcome: Outcome
     at: datetime
+    args_sha256: str
     by: str | None = None
     run_with: dict[str, Any] | None = None
     result: str | None = None
     note: str | None = None
+    comment: str | None = None
+    rule: str | None = None
+    remember: Remember | None = None
+
+
+class Vote(BaseModel):
+    """One approval of several required: the call keeps waiting for the others."""
+
+    call_id: str
+    tool: str
+    by: str
+    args: dict[str, Any] | None = None
+    comment: str | None = None
+    rule: str
+
+
+Verdict = Union[Settlement, Vote]
 
 
 def parse_decision(verb: str, payload: Any) -> Decision:
@@ -107,67 +145,131 @@ class Pauses(BaseModel):
     def is_waiting(self) -> bool:
         return bool(self.open)
 
-    def next_deadline(self) -> datetime | None:
-        deadlines = [item.deadline for item in self.open if item.deadline is not None]
-        return min(deadlines) if deadlines else None
+    def next_event(self) -> datetime | None:
+        moments = [m for m in (item.next_event() for item in self.open) if m is not None]
+        return min(moments) if moments else None
 
-    def decide(self, decision: Decision, catalog: ToolCatalog, now: datetime) -> Settlement:
-        """Check a decision against the rules and say how it would settle its call."""
+    def decide(self, decision: Decision, catalog: ToolCatalog, now: datetime) -> Verdict:
+        """Check a decision against every rule and say what it would do."""
         item = self._target(decision)
+        if decision.expected_args_sha256 and decision.expected_args_sha256 != item.args_sha256:
+            raise Refusal(
+                f"stale decision: {item.call_id}'s arguments are now {item.args_sha256}, "
+                f"not {decision.expected_args_sha256}"
+            )
         if isinstance(decision, Answer):
-            if item.kind != "question":
-                raise Refusal(f"{item.call_id} is an {item.kind} of {item.tool}; use approve or reject")
-            try:
-                answer = check_answer(decision.answer, item.choices, item.fields)
-            except ValueError as error:
-                raise Refusal(f"answer refused: {error}") from None
-            return self._settlement(item, "answered", now, decision.by, result=answer_as_tool_result(answer))
+            return self._answer(item, decision, now)
+        self._check_decider(item, decision)
         if isinstance(decision, Reject):
-            reason = decision.reason or "no reason given"
-            who = decision.by or "a person"
-            if item.kind == "question":
-                return self._settlement(
-                    item, "declined", now, decision.by, result=f"{who} declined to answer. Reason: {reason}"
-                )
-            return self._settlement(
-                item, "rejected", now, decision.by,
-                result=f"Rejected by {who}; the tool did not run. Reason: {reason}",
-            )
-        if item.kind != "approval":
+            return self._reject(item, decision, now)
+        if item.kind == "question":
             raise Refusal(f"{item.call_id} is a question; answer it (or reject to decline)")
-        comment = f" Approver's comment: {decision.comment}" if decision.comment else ""
-        if decision.args is None or decision.args == item.args:
-            return self._settlement(
-                item, "approved", now, decision.by, run_with=item.args, note=comment.strip() or None
+        if item.kind == "review":
+            return self._pass_review(item, decision, now)
+        return self._approve(item, decision, catalog, now)
+
+    def _answer(self, item: PendingCall, decision: Answer, now: datetime) -> Settlement:
+        if item.kind != "question":
+            raise Refusal(f"{item.call_id} is an {item.kind} of {item.tool}; use approve or reject")
+        try:
+            answer = check_answer(decision.answer, item.choices, item.fields)
+        except ValueError as error:
+            raise Refusal(f"answer refused: {error}") from None
+        return _settle(item, "answered", now, decision.by, result=answer_as_tool_result(answer))
+
+    def _reject(self, item: PendingCall, decision: Reject, now: datetime) -> Settlement:
+        reason = decision.reason or "no reason given"
+        who = decision.by or "a person"
+        text = {
+            "question": f"{who} declined to answer. Reason: {reason}",
+            "approval": f"Rejected by {who}; the tool did not run. Reason: {reason}",
+            "review": f"A person rejected this result: {reason}",
+        }[item.kind]
+        outcome: Outcome = "declined" if item.kind == "question" else "rejected"
+        return _settle(item, outcome, now, decision.by, result=text, comment=decision.reason)
+
+    def _pass_review(self, item: PendingCall, decision: Approve, now: datetime) -> Settlement:
+        if decision.args is not None:
+            raise Refusal(f"{item.call_id} has already run; a review may replace its result, not its args")
+        comment = f"\n\nReviewer's comment: {decision.comment}" if decision.comment else ""
+        if decision.result is None:
+            return _settle(item, "approved", now, decision.by, result=f"{item.result}{comment}", comment=decision.comment)
+        edited = answer_as_tool_result(decision.result)
+        text = f"A person ({decision.by or 'unnamed'}) edited this result before you saw it.\n\n{edited}{comment}"
+        return _settle(item, "edited", now, decision.by, result=text, comment=decision.comment)
+
+    def _approve(self, item: PendingCall, decision: Approve, catalog: ToolCatalog, now: datetime) -> Verdict:
+        if decision.result is not None:
+            raise Refusal(f"{item.call_id} has not run yet; edit its args, not its result")
+        edited = None if decision.args is None or decision.args == item.args else _validated_args(catalog, item.tool, decision.args)
+        if decision.remember and item.required_approvals > 1:
+            raise Refusal(f"{item.tool} needs {item.required_approvals} approvals; one person cannot remember it")
+        if item.required_approvals > 1 and decision.by is None:
+            raise Refusal(f"{item.tool} needs {item.required_approvals} distinct approvers: say who you are (by)")
+        approvals = [] if edited is not None else list(item.approvals)
+        if decision.by is not None and decision.by in approvals:
+            raise Refusal(f"{decision.by} already approved {item.call_id}; it needs another person")
+        count = len(approvals) + 1
+        rule = f"{count} of {item.required_approvals} approvals" if item.required_approvals > 1 else None
+        if count < item.required_approvals and decision.by is not None:
+            return Vote(call_id=item.call_id, tool=item.tool, by=decision.by, args=edited, comment=decision.comment, rule=rule or "")
+        if edited is None:
+            return _settle(
+                item, "approved", now, decision.by, run_with=item.args, rule=rule,
+                note=f"Approver's comment: {decision.comment}" if decision.comment else None,
+                comment=decision.comment, remember=decision.remember,
             )
-        edited = _validated_args(catalog, item.tool, decision.args)
         note = (
             f"A person ({decision.by or 'unnamed'}) edited the arguments before approving; "
-            f"the tool ran with {json.dumps(edited, ensure_ascii=False)}, not the arguments you proposed.{comment}"
+            f"the tool ran with {json.dumps(edited, ensure_ascii=False)}, not the arguments you proposed."
+            + (f" Approver's comment: {decision.comment}" if decision.comment else "")
         )
-        return self._settlement(item, "edited", now, decision.by, run_with=edited, note=note)
+        return _settle(
+            item, "edited", now, decision.by, run_with=edited, note=note, rule=rule,
+            comment=decision.comment, remember=decision.remember,
+        )
+
+    def _check_decider(self, item: PendingCall, decision: Approve | Reject) -> None:
+        if item.kind == "question":
+            return
+        if item.approvers is not None:
+            if decision.by is None:
+                raise Refusal(f"only {', '.join(item.approvers)} may decide {item.tool}; say who you are (by)")
+            if decision.by not in item.approvers:
+                raise Refusal(f"{decision.by} may not decide {item.tool}; approvers: {', '.join(item.approvers)}")
+        if item.four_eyes and isinstance(decision, Approve):
+            if decision.by is None:
+                raise Refusal("four-eyes rule: say who you are (by)")
+            if decision.by == item.requested_by:
+                raise Refusal(f"four-eyes rule: {decision.by} asked for this call and cannot approve it")
+
+    def apply(self, verdict: Verdict) -> None:
+        if isinstance(verdict, Settlement):
+            self.settle(verdict)
+            return
+        item = next(item for item in self.open if item.call_id == verdict.call_id)
+        if verdict.args is not None:
+            item.args, item.args_sha256, item.approvals = verdict.args, args_sha256(verdict.args), []
+        item.approvals.append(verdict.by)
 
     def settle(self, settlement: Settlement) -> None:
         self.open = [item for item in self.open if item.call_id != settlement.call_id]
         self.settled[settlement.call_id] = settlement
         self.decided[settlement.call_id] = settlement.outcome
 
-    def expire(self, now: datetime, timeouts: dict[PauseKind, float]) -> list[Settlement]:
-        expired = [item for item in self.open if item.deadline is not None and item.deadline <= now]
-        for item in expired:
-            self.settle(
-                self._settlement(
-                    item, "timed_out", now,
-                    result=f"No answer within {timeouts[item.kind]:g} seconds; cancelled. The tool did not run.",
-                )
-            )
-        return [self.settled[item.call_id] for item in expired]
+    def due(self, now: datetime) -> list[PendingCall]:
+        return [item for item in self.open if (item.next_event() or now + timedelta(days=1)) <= now]
 
-    def settle_all(self, outcome: Outcome, result: str, now: datetime) -> list[Settlement]:
-        items = list(self.open)
-        for item in items:
-            self.settle(self._settlement(item, outcome, now, result=result))
-        return [self.settled[item.call_id] for item in items]
+    def expire(self, item: PendingCall, timeout_seconds: float, now: datetime) -> Settlement:
+        settlement = _settle(item, "timed_out", now, result=unsettled_text(item, f"No answer within {timeout_seconds:g} seconds"))
+        self.settle(settlement)
+        return settlement
+
+    def settle_all(self, outcome: Outcome, why: str, now: datetime) -> list[Settlement]:
+        settlements = [_settle(item, outcome, now, result=unsettled_text(item, why)) for item in self.open]
+        for settlement in settlements:
+            self.settle(settlement)
+        return settlements
 
     def collect(self, call_id: str) -> Settlement:
         return self.settled.pop(call_id)
@@ -188,9 +290,19 @@ class Pauses(BaseModel):
             raise Refusal(f"{decision.call_id} is already settled ({self.decided[decision.call_id]})")
         raise Refusal(f"unknown call_id {decision.call_id!r}")
 
-    @staticmethod
-    def _settlement(item: PendingCall, outcome: Outcome, now: datetime, by: str | None = None, **how: Any) -> Settlement:
-        return Settlement(call_id=item.call_id, tool=item.tool, outcome=outcome, at=now, by=by, **how)
+
+def unsettled_text(item: PendingCall, why: str) -> str:
+    """What the model reads when nobody decided: why, and what did not happen."""
+    if item.kind == "review":
+        return f"{why}; the result was withheld from you."
+    return f"{why}; cancelled. The tool did not run."
+
+
+def _settle(item: PendingCall, outcome: Outcome, now: datetime, by: str | None = None, **how: Any) -> Settlement:
+    return Settlement(
+        call_id=item.call_id, tool=item.tool, kind=item.kind, outcome=outcome, at=now, by=by,
+        args_sha256=item.args_sha256, **how,
+    )
 
 
 def deadline_after(now: datetime, seconds: float | None) -> datetime | None:
@@ -202,6 +314,6 @@ def _validated_args(catalog: ToolCatalog, tool: str, args: dict[str, Any]) -> di
     if spec is None:
         raise Refusal(f"tool {tool!r} is no longer available")
     try:
-        return spec.parse(args).model_dump(mode="json")
+        return spec.parse(args).model_dump(mode="json", exclude_none=True)
     except ValidationError as error:
         raise Refusal(f"edited args do not fit {tool}: {describe_validation_error(error)}") from None

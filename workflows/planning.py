@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from workflows.conversation import ModelReply, ToolCall
 from workflows.forms import describe_validation_error
+from workflows.rules import DecisionRules
 
 if TYPE_CHECKING:
     from activities.tools.catalog import ToolSpec
@@ -24,10 +25,12 @@ class PlannedCall(BaseModel):
     tool: str
     action: Literal["run", "approve", "ask", "refuse"]
     args: dict[str, Any] = {}
+    review: bool = False
     refusal: str | None = None
+    policy: str | None = None
 
 
-def plan_call(call: ToolCall, offered: dict[str, ToolSpec]) -> PlannedCall:
+def plan_call(call: ToolCall, offered: dict[str, ToolSpec], rules: DecisionRules | None = None) -> PlannedCall:
     spec = offered.get(call.name)
     if spec is None:
         available = ", ".join(sorted(offered)) or "none"
@@ -43,14 +46,19 @@ def plan_call(call: ToolCall, offered: dict[str, ToolSpec]) -> PlannedCall:
     except ValidationError as error:
         return _refuse(call, f"Error: the arguments do not fit {call.name}: {describe_validation_error(error)}.")
     args = parsed.model_dump(mode="json", exclude_none=True)
+    planned = PlannedCall(call_id=call.id, tool=call.name, action="run", args=args, review=spec.review)
+    override = rules.policy_for(call.name) if rules else None
     if spec.answered_by_human:
-        action = "ask"
+        planned.action = "ask"
+    elif override is not None:
+        planned.action = "approve" if override == "require" else "run"
+        planned.policy = f"session {'require_approval' if override == 'require' else 'auto_approve'}"
     else:
         try:
-            action = "approve" if spec.requires_approval(parsed) else "run"
+            planned.action = "approve" if spec.requires_approval(parsed) else "run"
         except Exception:  # a failing approval predicate fails safe: ask a person
-            action = "approve"
-    return PlannedCall(call_id=call.id, tool=call.name, action=action, args=args)
+            planned.action = "approve"
+    return planned
 
 
 def _refuse(call: ToolCall, message: str) -> PlannedCall:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -20,3 +21,13 @@ class ToolInvocation(BaseModel):
     call_id: str
     tool: str
     args: dict[str, Any]
+
+
+class Notification(BaseModel):
+    """A pause that needs people: sent when it opens, as a reminder, and on escalation."""
+
+    session_id: str
+    event: str
+    item: dict[str, Any]
+    to: list[str]
+    at: datetime

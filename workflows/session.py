@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.rules import DecisionRules
+
 SessionState = Literal["running", "awaiting_human", "idle", "closed"]
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -18,8 +20,8 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
-class SessionInput(BaseModel):
-    """One JSON object; only `message` is required."""
+class SessionInput(DecisionRules):
+    """One JSON object; only `message` is required. The decision rules are inherited."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -39,6 +41,7 @@ class UserMessage(BaseModel):
 
     text: str = Field(min_length=1)
     by: str | None = None
+    interrupt: bool = False
 
 
 class CancelRequest(BaseModel):
@@ -47,13 +50,21 @@ class CancelRequest(BaseModel):
     reason: str | None = None
 
 
+AuditEventKind = Literal[
+    "requested", "approved", "rejected", "answered", "edited", "refused", "timed_out", "auto_approved", "cancelled"
+]
+
+
 class AuditEvent(BaseModel):
     at: datetime
-    event: str
+    event: AuditEventKind
     call_id: str | None = None
     tool: str | None = None
+    args_sha256: str | None = None
     by: str | None = None
     reason: str | None = None
+    comment: str | None = None
+    rule: str | None = None
     signal: str | None = None
 
 

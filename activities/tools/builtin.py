@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -74,12 +74,7 @@ def send_email(to: str, subject: str, body: str, context: ToolContext) -> str:
         raise ToolError(f"{to!r} is not an email address")
     outbox = context.workspace / "outbox"
     outbox.mkdir(parents=True, exist_ok=True)
-    message = EmailMessage()
-    message["To"] = to
-    message["From"] = "agent@hitl.local"
-    message["Subject"] = subject
-    message["X-HITL-Session"] = context.session_id
-    message.set_content(body)
+    message = _email(to, subject, body, context.session_id)
     # One file per tool call, written atomically: a retried activity rewrites
     # the same file rather than sending a second message.
     target = outbox / f"{_safe(context.session_id)}--{_safe(context.call_id)}.eml"
@@ -87,6 +82,16 @@ def send_email(to: str, subject: str, body: str, context: ToolContext) -> str:
     partial.write_bytes(bytes(message))
     partial.replace(target)
     return f"Sent the email to {to} (saved as outbox/{target.name})."
+
+
+@tool(review=True)
+def draft_email(to: str, subject: str, body: str, context: ToolContext) -> str:
+    """Draft an email for a person to review (saved under drafts/; nothing is sent)."""
+    drafts = context.workspace / "drafts"
+    drafts.mkdir(parents=True, exist_ok=True)
+    target = drafts / f"{_safe(context.session_id)}--{_safe(context.call_id)}.eml"
+    target.write_bytes(bytes(_email(to, subject, body, context.session_id)))
+    return f"Draft saved as drafts/{target.name}:\nTo: {to}\nSubject: {subject}\n\n{body}"
 
 
 @tool(needs_approval=True)
@@ -99,6 +104,16 @@ def book_flight(origin: str, destination: str, date: str, context: ToolContext) 
     )
 
 
+def _email(to: str, subject: str, body: str, session_id: str) -> EmailMessage:
+    message = EmailMessage()
+    message["To"] = to
+    message["From"] = "agent@hitl.local"
+    message["Subject"] = subject
+    message["X-HITL-Session"] = session_id
+    message.set_content(body)
+    return message
+
+
 def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:80]
 
@@ -107,7 +122,7 @@ class FormField(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    type: str = "string"
+    type: Literal["string", "number", "integer", "boolean", "date", "enum"] = "string"
     required: bool = True
     choices: list[str] | None = None
     description: str | None = None

@@ -36,6 +36,7 @@ class ToolSpec:
     arguments: type[BaseModel]
     function: Callable[..., Any] | None
     needs_approval: ApprovalPolicy = False
+    review: bool = False
     answered_by_human: bool = False
     context_parameter: str | None = None
 
@@ -85,13 +86,15 @@ def tool(
     function: Callable[..., Any] | None = None,
     *,
     needs_approval: ApprovalPolicy = False,
+    review: bool = False,
     name: str | None = None,
     catalog: ToolCatalog = CATALOG,
 ) -> Any:
     """Register a typed function as a tool.
 
     `needs_approval` is a flag or a predicate on the validated arguments, e.g.
-    `needs_approval=lambda a: a.amount > 100`.
+    `needs_approval=lambda a: a.amount > 100`; with `review=True` the tool
+    runs and a person reviews its result before the model sees it.
     """
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -103,6 +106,7 @@ def tool(
                 arguments=arguments,
                 function=fn,
                 needs_approval=needs_approval,
+                review=review,
                 context_parameter=context_parameter,
             )
         )

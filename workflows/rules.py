@@ -1,0 +1,90 @@
+"""Who may decide, when a call needs a person, and decisions that are remembered.
+
+Session input carries these rules; the workflow resolves them onto each
+pending call when it opens, so the decision function only reads the call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ANY_TOOL = "*"
+
+
+def args_sha256(args: dict[str, Any]) -> str:
+    """A stable fingerprint of arguments: what a person saw is what runs."""
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class DecisionRules(BaseModel):
+    """The part of a session's input that governs decisions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    approvers: dict[str, list[str]] | None = None
+    required_approvals: dict[str, int] | None = None
+    four_eyes: bool = False
+    auto_approve: list[str] = Field(default_factory=list)
+    require_approval: list[str] = Field(default_factory=list)
+    remind_after_seconds: float | None = Field(default=None, gt=0)
+    escalate_after_seconds: float | None = Field(default=None, gt=0)
+    escalate_to: list[str] = Field(default_factory=list)
+
+    def approvers_for(self, tool: str) -> list[str] | None:
+        if not self.approvers:
+            return None
+        listed = self.approvers.get(tool, self.approvers.get(ANY_TOOL))
+        return list(listed) if listed is not None else None
+
+    def approvals_needed(self, tool: str) -> int:
+        return max(1, (self.required_approvals or {}).get(tool, 1))
+
+    def policy_for(self, tool: str) -> Literal["require", "auto"] | None:
+        """Per-session overrides beside the tool's own flag; requiring wins."""
+        if tool in self.require_approval or ANY_TOOL in self.require_approval:
+            return "require"
+        if tool in self.auto_approve or ANY_TOOL in self.auto_approve:
+            return "auto"
+        return None
+
+
+class Remember(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    scope: Literal["tool", "same_args"]
+    for_seconds: float = Field(gt=0)
+
+
+class Grant(BaseModel):
+    """A remembered approval: later matching calls run without asking again."""
+
+    tool: str
+    args_sha256: str | None
+    until: datetime
+    by: str | None
+    call_id: str
+    scope: Literal["tool", "same_args"]
+
+    def covers(self, tool: str, sha: str, now: datetime) -> bool:
+        return tool == self.tool and now < self.until and self.args_sha256 in (None, sha)
+
+    def describe(self) -> str:
+        who = self.by or "a person"
+        return f"remembered approval by {who} on {self.call_id} (scope {self.scope}) until {self.until.isoformat()}"
+
+
+def grant_from(remember: Remember, tool: str, sha: str, by: str | None, call_id: str, now: datetime) -> Grant:
+    return Grant(
+        tool=tool,
+        args_sha256=sha if remember.scope == "same_args" else None,
+        until=now + timedelta(seconds=remember.for_seconds),
+        by=by,
+        call_id=call_id,
+        scope=remember.scope,
+    )
