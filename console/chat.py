@@ -181,6 +181,10 @@ class Chat:
             form: dict[str, Any] = {}
             for field in item["fields"]:
                 hint = "/".join(field.get("choices") or []) or field.get("type", "string")
+                if field.get("description"):
+                    hint += f", {field['description']}"
+                if not field.get("required", True):
+                    hint += ", optional"
                 value = await ask(f"  {field['name']} ({hint}): ")
                 if value:
                     form[field["name"]] = value

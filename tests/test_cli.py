@@ -124,3 +124,22 @@ async def test_the_chat_decides_and_reattaches(agent: Agent) -> None:
     assert "reattached to session chat-1" in second
     assert "Agent: Booked flight Shanghai -> Beijing on 2026-12-25" in second
     assert (agent.workspace / "notes.txt").exists()
+
+
+async def test_the_chat_renders_a_form_field_by_field(openai_agent) -> None:
+    from tests.fake_openai import text, tool_calls
+
+    agent, fake = openai_agent
+    fields = [{"name": "origin", "type": "string", "description": "departure city"},
+              {"name": "class", "type": "enum", "choices": ["economy", "business"]}]
+    fake.script(tool_calls(("q1", "ask_user_question", {"question": "Trip details?", "fields": fields})), text("thanks"))
+    env = {**os.environ, "TEMPORAL_ADDRESS": address(agent), "HITL_TASK_QUEUE": agent.task_queue}
+    completed = await asyncio.to_thread(
+        subprocess.run, [sys.executable, str(ROOT / "starter.py"), "chat", "--session", "form-1"],
+        input="book a trip\nParis\nfirst\n/quit\n", capture_output=True, text=True, timeout=60, env=env,
+    )
+    assert "? Trip details?" in completed.stdout
+    assert "origin (string" in completed.stdout and "class (economy/business)" in completed.stdout
+    assert "refused: answer refused: class: 'first' is not one of ['economy', 'business']" in completed.stdout
+    [item] = await agent.client.get_workflow_handle("form-1").query("pending")
+    assert item["fields"][1]["choices"] == ["economy", "business"]

@@ -114,3 +114,40 @@ async def test_without_interrupt_a_message_waits_for_the_step_boundary(gated: tu
     roles = [m["role"] for m in await query(session, "transcript")]
     assert roles[:4] == ["user", "assistant", "tool", "user"]
     assert model.cancelled == 0
+
+
+async def test_notifications_go_to_a_webhook_when_one_is_set(env: WorkflowEnvironment, workspace: Path) -> None:
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from activities.offline_model import OfflineModel
+    from worker import build_worker
+
+    received: list[dict] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            received.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+        async with build_worker(env.client, "webhook-queue", OfflineModel(), workspace, notify_url=url):
+            session = await Agent(env.client, "webhook-queue", workspace).start("please delete notes.txt")
+            [item] = await pending_items(session)
+            [hook] = await eventually(lambda: asyncio.sleep(0, list(received)), bool)
+            await session.signal("cancel", {})
+            await session.result()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert hook["event"] == "requested" and hook["session_id"] == session.id
+    assert hook["item"]["call_id"] == item["call_id"]
+    assert not (workspace / "notifications.jsonl").exists()
