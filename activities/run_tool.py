@@ -18,6 +18,9 @@ from workflows.forms import describe_validation_error
 from workflows.requests import ToolInvocation
 
 
+MAX_RESULT_CHARS = 64_000
+
+
 class ToolActivities:
     def __init__(self, workspace: Path, catalog: ToolCatalog = CATALOG) -> None:
         self.workspace = workspace.resolve()
@@ -49,4 +52,12 @@ class ToolActivities:
             result = await spec.function(**kwargs)
         else:
             result = await asyncio.to_thread(spec.function, **kwargs)
-        return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+        text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+        return within_limit(text)
+
+
+def within_limit(text: str) -> str:
+    """A model cannot read megabytes, and Temporal refuses payloads over 2 MB."""
+    if len(text) <= MAX_RESULT_CHARS:
+        return text
+    return f"{text[:MAX_RESULT_CHARS]}\n[... {len(text) - MAX_RESULT_CHARS} more characters cut]"

@@ -36,3 +36,9 @@ async def strict_tool(count: int) -> str:
     if count < 0:
         raise ToolError("count must not be negative")
     return "ok" * count
+
+
+@tool
+def huge_report(megabytes: int) -> str:
+    """Produce a report far too large for any model."""
+    return "x" * (megabytes * 1_000_000)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from typing import Any
 
@@ -16,8 +17,13 @@ FIELD_TYPES: dict[str, TypeAdapter[Any]] = {
 }
 
 
+MAX_ANSWER = 100_000
+
+
 def check_answer(answer: Any, choices: list[str] | None, fields: list[dict[str, Any]] | None) -> Any:
     """The answer as it will be injected, or ValueError saying why it does not fit."""
+    if len(answer if isinstance(answer, str) else json.dumps(answer, default=str)) > MAX_ANSWER:
+        raise ValueError(f"the answer is longer than {MAX_ANSWER} characters")
     if fields:
         return _check_form(answer, fields)
     if choices:

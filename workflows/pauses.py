@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from workflows.conversation import answer_as_tool_result
-from workflows.forms import check_answer, describe_validation_error
+from workflows.forms import MAX_ANSWER, check_answer, describe_validation_error
 from workflows.rules import Remember, args_sha256
 
 if TYPE_CHECKING:
@@ -195,6 +195,8 @@ class Pauses(BaseModel):
         if decision.result is None:
             return _settle(item, "approved", now, decision.by, result=f"{item.result}{comment}", comment=decision.comment)
         edited = answer_as_tool_result(decision.result)
+        if len(edited) > MAX_ANSWER:
+            raise Refusal(f"the replacement result is longer than {MAX_ANSWER} characters")
         text = f"A person ({decision.by or 'unnamed'}) edited this result before you saw it.\n\n{edited}{comment}"
         return _settle(item, "edited", now, decision.by, result=text, comment=decision.comment)
 

@@ -9,6 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from workflows.rules import DecisionRules
 
+# Whatever a person types joins every later model request, and Temporal caps a
+# payload at 2 MB: a bound here keeps one long paste from wedging the session.
+MAX_TEXT = 100_000
+
 SessionState = Literal["running", "awaiting_human", "idle", "closed"]
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -25,7 +29,7 @@ class SessionInput(DecisionRules):
 
     model_config = ConfigDict(extra="forbid")
 
-    message: str = Field(min_length=1)
+    message: str = Field(min_length=1, max_length=MAX_TEXT)
     by: str | None = None
     system_prompt: str | None = None
     model: str | None = None
@@ -39,7 +43,7 @@ class SessionInput(DecisionRules):
 class UserMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    text: str = Field(min_length=1)
+    text: str = Field(min_length=1, max_length=MAX_TEXT)
     by: str | None = None
     interrupt: bool = False
 

@@ -1,0 +1,212 @@
+"""The catalogue of bad inputs: each with the clear outcome a user gets.
+
+tests/test_bad_input_catalogue.py runs every entry against a real server;
+`python -m tests.bad_inputs` renders docs/bad-inputs.md from the same data
+(a test checks the page is current).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+DELETE = "please delete notes.txt"
+FLIGHT = "book me a flight to Beijing on 2026-12-24"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A signal and its Update twin with one bad payload, sent to a paused session."""
+
+    what: str
+    verb: str
+    payload: Any
+    reason: str
+    session: str = DELETE
+    options: dict[str, Any] = field(default_factory=dict)
+    prepare: tuple[tuple[str, Any], ...] = ()
+
+
+DECISIONS = [
+    Decision("approve an unknown call id", "approve", {"call_id": "nope"}, "unknown call_id 'nope'"),
+    Decision("approve with a bare string", "approve", "yes", "malformed approve"),
+    Decision("approve with a JSON list", "approve", [1, 2], "malformed approve"),
+    Decision("edited args that are not an object", "approve", {"args": "notes.txt"}, "malformed approve: args"),
+    Decision("edited args with an unknown field", "approve", {"args": {"file": "x"}}, "edited args do not fit delete_file"),
+    Decision("edited args of the wrong type", "approve", {"args": {"path": 42}}, "path: Input should be a valid string"),
+    Decision("a reject-only field on approve", "approve", {"reason": "x"}, "reason: Extra inputs are not permitted"),
+    Decision("a result for a call that has not run", "approve", {"result": "x"}, "has not run yet; edit its args"),
+    Decision("remember with an unknown scope", "approve", {"remember": {"scope": "forever", "for_seconds": 5}}, "malformed approve: remember.scope"),
+    Decision("remember for no time at all", "approve", {"remember": {"scope": "tool", "for_seconds": 0}}, "remember.for_seconds"),
+    Decision("a stale expected_args_sha256", "approve", {"expected_args_sha256": "abc"}, "stale decision"),
+    Decision("answer an approval", "answer", {"answer": "yes"}, "is an approval of delete_file; use approve or reject"),
+    Decision("answer without an answer", "answer", {}, "malformed answer: answer: Field required"),
+    Decision("a call id that is a number", "reject", {"call_id": 7}, "malformed reject: call_id"),
+    Decision("reject an unknown call id", "reject", {"call_id": "nope"}, "unknown call_id 'nope'"),
+    Decision("a message without text", "user_message", {}, "malformed user_message: text: Field required"),
+    Decision("a message with empty text", "user_message", {"text": ""}, "text: String should have at least 1 character"),
+    Decision("a message with an unknown field", "user_message", {"text": "hi", "urgent": True}, "urgent: Extra inputs are not permitted"),
+    Decision("interrupt that is not a boolean", "user_message", {"text": "hi", "interrupt": "maybe"}, "interrupt"),
+    Decision("a cancel reason that is a number", "cancel", {"reason": 5}, "malformed cancel: reason"),
+    Decision("a cancel that is a bare string", "cancel", "now", "malformed cancel"),
+    Decision("approve a question", "approve", {}, "is a question; answer it", session=FLIGHT),
+    Decision("an empty answer", "answer", {"answer": "   "}, "the answer is empty", session=FLIGHT),
+    Decision("approve by someone not listed", "approve", {"by": "mallory"}, "mallory may not decide delete_file",
+             options={"approvers": {"delete_file": ["oncall"]}}),
+    Decision("approve without saying who, where approvers are listed", "approve", {}, "say who you are",
+             options={"approvers": {"*": ["oncall"]}}),
+    Decision("the requester approving under four-eyes", "approve", {"by": "alice"}, "four-eyes rule: alice asked for this call",
+             options={"by": "alice", "four_eyes": True}),
+    Decision("the same person approving twice", "approve", {"by": "ana"}, "ana already approved",
+             options={"required_approvals": {"delete_file": 2}}, prepare=(("approve", {"by": "ana"}),)),
+    Decision("an anonymous approval where two are required", "approve", {}, "needs 2 distinct approvers",
+             options={"required_approvals": {"delete_file": 2}}),
+    Decision("remember where two approvals are required", "approve",
+             {"by": "ana", "remember": {"scope": "tool", "for_seconds": 60}}, "one person cannot remember it",
+             options={"required_approvals": {"delete_file": 2}}),
+]
+
+
+@dataclass(frozen=True)
+class SettledDecision:
+    what: str
+    verb: str
+    payload: Any
+    reason: str
+
+
+AFTER_SETTLING = [
+    SettledDecision("approve a call that is already settled", "approve", {"call_id": "call_1"}, "call_1 is already settled (approved)"),
+    SettledDecision("reject when nothing is pending", "reject", {}, "nothing is pending to reject"),
+    SettledDecision("answer when nothing is pending", "answer", {"answer": "x"}, "nothing is pending to answer"),
+]
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """A reply from an OpenAI-compatible server (scripted on loopback) and what the session makes of it."""
+
+    what: str
+    reply: dict[str, Any]
+    outcome: str
+
+
+MODEL_REPLIES = [
+    ModelReply("tool arguments that are not JSON", {"calls": [["delete_file", '{"path": ']]},
+               "tool result: Error: the arguments for delete_file are not valid JSON"),
+    ModelReply("a tool that does not exist", {"calls": [["launch_rockets", {}]]},
+               "tool result: Error: there is no tool named 'launch_rockets'. Available tools: ..."),
+    ModelReply("arguments that are a JSON list", {"calls": [["search_web", ["a"]]]},
+               "tool result: Error: the arguments for search_web must be a JSON object, not list"),
+    ModelReply("arguments missing a required field", {"calls": [["book_flight", {"origin": "X"}]]},
+               "tool result: Error: the arguments do not fit book_flight: destination: Field required; date: Field required"),
+    ModelReply("a form with an unknown field type", {"calls": [["ask_user_question", {"question": "?", "fields": [{"name": "a", "type": "colour"}]}]]},
+               "tool result: Error: the arguments do not fit ask_user_question: fields.0.type"),
+    ModelReply("the same call id twice in one reply", {"calls": [["search_web", {"query": "a"}], ["search_web", {"query": "b"}]], "same_ids": True},
+               "the second call gets a fresh id; both get results"),
+    ModelReply("HTTP 401 (bad key)", {"status": 401}, "turn ends at once, status.error: model endpoint refused the request (401): ...; session idle"),
+    ModelReply("HTTP 400 (request rejected)", {"status": 400}, "turn ends at once, status.error: ... (400): ...; session idle"),
+    ModelReply("HTTP 500 then a good reply", {"status": 500, "then": "ok"}, "retried by Temporal; the turn completes"),
+    ModelReply("a reply with no choices", {"no_choices": True, "then": "ok"}, "retried by Temporal; the turn completes"),
+]
+
+
+@dataclass(frozen=True)
+class ToolFailure:
+    what: str
+    call: tuple[str, dict[str, Any]]
+    outcome: str
+
+
+TOOL_FAILURES = [
+    ToolFailure("delete a path with ..", ("delete_file", {"path": "../x"}), "Error: delete_file failed: '../x' leaves the workspace"),
+    ToolFailure("delete an absolute path", ("delete_file", {"path": "/etc/passwd"}), "Error: delete_file failed: '/etc/passwd' is absolute"),
+    ToolFailure("delete a file that is not there", ("delete_file", {"path": "missing.txt"}), "Error: delete_file failed: there is no file 'missing.txt'"),
+    ToolFailure("delete a folder", ("delete_file", {"path": "folder"}), "Error: delete_file failed: 'folder' is not a file"),
+    ToolFailure("email to something that is not an address", ("send_email", {"to": "bob", "subject": "s", "body": "b"}),
+                "Error: send_email failed: 'bob' is not an email address"),
+    ToolFailure("search with no words", ("search_web", {"query": "!!"}), "Error: search_web failed: the query has no words"),
+]
+
+
+@dataclass(frozen=True)
+class SessionStart:
+    what: str
+    input: Any
+    outcome: str
+
+
+SESSION_STARTS = [
+    SessionStart("no message", {}, "the workflow fails at once: invalid session input: message: Field required"),
+    SessionStart("a misspelt key", {"mesage": "hi"}, "invalid session input: message: Field required; mesage: Extra inputs are not permitted"),
+    SessionStart("max_steps of 0", {"message": "hi", "max_steps": 0}, "invalid session input: max_steps: Input should be greater than or equal to 1"),
+    SessionStart("a negative timeout", {"message": "hi", "approval_timeout_seconds": -1}, "invalid session input: approval_timeout_seconds"),
+    SessionStart("tools that are not a list", {"message": "hi", "tools": "delete_file"}, "invalid session input: tools"),
+    SessionStart("input that is not an object", "hello", "invalid session input"),
+]
+
+
+@dataclass(frozen=True)
+class CliCall:
+    what: str
+    argv: tuple[str, ...]
+    outcome: str
+
+
+CLI_CALLS = [
+    CliCall("edited args that are not JSON", ("approve", "SESSION", "--args", "{path"), "exit 2: argument --args: not JSON"),
+    CliCall("edited args that are a list", ("approve", "SESSION", "--args", "[1]"), "exit 2: argument --args: must be a JSON object"),
+    CliCall("a session that does not exist", ("status", "no-such-session"), "exit 1: error: workflow not found"),
+    CliCall("an unknown subcommand", ("launch",), "exit 2: invalid choice: 'launch'"),
+    CliCall("max steps that is not a number", ("start", "hi", "--max-steps", "many"), "exit 2: argument --max-steps: invalid int value"),
+    CliCall("a decision the session refuses", ("approve", "SESSION", "--call", "nope"), "exit 2: refused: unknown call_id 'nope'"),
+    CliCall("a server that is not there", ("status", "x"), "exit 1: error: cannot reach Temporal at ..."),
+]
+
+
+@dataclass(frozen=True)
+class Oversized:
+    what: str
+    outcome: str
+
+
+OVERSIZED = [
+    Oversized("a 3 MB user_message signal", "the server refuses it (payload too large); the session goes on unchanged"),
+    Oversized("a 200 KB message through user_message_update", "rejected: \"text: String should have at most 100000 characters\""),
+    Oversized("a 200 KB answer", "rejected: \"answer refused: the answer is longer than 100000 characters\"; the question stays pending"),
+    Oversized("a tool that returns 3 MB", "the model reads the first 64000 characters and a note of how much was cut"),
+]
+
+
+def render() -> str:
+    rows = ["| # | area | bad input | what happens |", "|---|---|---|---|"]
+
+    def add(area: str, what: str, outcome: str) -> None:
+        rows.append(f"| {len(rows) - 1} | {area} | {what} | {outcome} |")
+
+    for d in DECISIONS:
+        add(f"`{d.verb}` signal / `{d.verb}_update`", d.what,
+            f"signal: ignored, listed in `status.ignored_signals` and as `refused` in `audit`; Update: rejected with \"{d.reason}...\"")
+    for s in AFTER_SETTLING:
+        add(f"`{s.verb}` signal / `{s.verb}_update`", s.what, f"ignored / rejected: \"{s.reason}\"")
+    for m in MODEL_REPLIES:
+        add("model reply", m.what, m.outcome)
+    for t in TOOL_FAILURES:
+        add("tool", t.what, f"the model reads \"{t.outcome}...\"; the session goes on")
+    for start in SESSION_STARTS:
+        add("session input", start.what, start.outcome)
+    for c in CLI_CALLS:
+        add("`starter.py`", c.what, c.outcome)
+    for o in OVERSIZED:
+        add("oversized payload", o.what, o.outcome)
+    header = (
+        "# Bad inputs and what they do\n\n"
+        "Generated by `python -m tests.bad_inputs > docs/bad-inputs.md` from the catalogue that\n"
+        "`tests/test_bad_input_catalogue.py` runs against a real Temporal dev server. In every case\n"
+        "the workflow task does not fail and the session is not stuck.\n\n"
+    )
+    return header + "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")
