@@ -21,10 +21,16 @@ from workflows.agent import AgentWorkflow
 
 
 def build_worker(
-    client: Client, task_queue: str, backend: ModelBackend, workspace: Path, notify_url: str | None = None
+    client: Client,
+    task_queue: str,
+    backend: ModelBackend,
+    workspace: Path,
+    notify_url: str | None = None,
+    tools: ToolActivities | None = None,
 ) -> Worker:
     workspace.mkdir(parents=True, exist_ok=True)
-    model, tools, notify = ModelActivities(backend), ToolActivities(workspace), NotifyActivities(workspace, notify_url)
+    model, notify = ModelActivities(backend), NotifyActivities(workspace, notify_url)
+    tools = tools or ToolActivities(workspace)
     return Worker(
         client,
         task_queue=task_queue,

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.model import heartbeating
 from activities.tools import CATALOG, ToolContext, ToolError
 from activities.tools.catalog import ToolCatalog
 from workflows.forms import describe_validation_error
@@ -31,7 +32,8 @@ class ToolActivities:
         """A ToolError is the tool's answer to the model, so it is not retried;
         anything else may be transient and goes to Temporal's retry policy."""
         try:
-            return await self._run(invocation)
+            async with heartbeating():
+                return await self._run(invocation)
         except ToolError as error:
             raise ApplicationError(str(error), type="ToolError", non_retryable=True) from None
 

@@ -63,6 +63,7 @@ MODEL_CALL = dict(
 )
 TOOL_CALL = dict(
     start_to_close_timeout=timedelta(minutes=2),
+    heartbeat_timeout=timedelta(seconds=10),
     retry_policy=RetryPolicy(
         initial_interval=timedelta(seconds=1),
         maximum_interval=timedelta(seconds=10),
