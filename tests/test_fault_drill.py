@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
@@ -166,7 +166,7 @@ async def drive(client: Client, drill: Drill, session_id: str, scenario: str) ->
                     assert "already settled" in refused.cause.message, refused.cause.message
             if status["state"] == "idle" and status["last_answer"] and not status["pending"]:
                 return status
-        except RPCError:
+        except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError):
             drill.refused_while_down += 1
         await asyncio.sleep(0.2)
 

@@ -13,17 +13,22 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from settings import DATA_CONVERTER
 from tests import example_tools  # noqa: F401  (the corpus was recorded with these tools registered)
 from tests.conftest import Agent, eventually, pending_items, query, settled
+from worker import SANDBOX
 from workflows.agent import AgentWorkflow
 
 CORPUS = Path(__file__).parent / "histories"
 
 
 def replayer() -> Replayer:
-    return Replayer(workflows=[AgentWorkflow], data_converter=DATA_CONVERTER)
+    return Replayer(
+        workflows=[AgentWorkflow], data_converter=DATA_CONVERTER,
+        workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX),
+    )
 
 
 def corpus() -> list[Path]:
