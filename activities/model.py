@@ -8,12 +8,28 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator, Protocol
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from settings import Settings
 from workflows.conversation import ModelReply
 from workflows.requests import ModelRequest
 
 HEARTBEAT_EVERY_SECONDS = 5
+MODEL_ATTEMPTS = 6
+
+
+def final_on_attempt(error: Exception, attempts: int) -> Exception:
+    """Failures of the call itself get `attempts` tries; then they are final.
+
+    The workflow's retry policy has no attempt limit, so a worker that dies
+    mid-call (a heartbeat timeout) is retried for as long as it takes; only
+    what the model, a tool or a provider does wrong is counted here.
+    """
+    if activity.info().attempt < attempts:
+        return error
+    message = getattr(error, "message", None) or str(error) or type(error).__name__
+    kind = getattr(error, "type", None) or type(error).__name__
+    return ApplicationError(message, type=kind, non_retryable=True)
 
 
 class ModelBackend(Protocol):
@@ -28,8 +44,13 @@ class ModelActivities:
 
     @activity.defn(name="call_model")
     async def call_model(self, request: ModelRequest) -> ModelReply:
-        async with heartbeating():
-            return await self.backend.complete(request)
+        try:
+            async with heartbeating():
+                return await self.backend.complete(request)
+        except ApplicationError as error:
+            if error.non_retryable:
+                raise
+            raise final_on_attempt(error, MODEL_ATTEMPTS) from None
 
 
 @asynccontextmanager

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.model import heartbeating
+from activities.model import final_on_attempt, heartbeating
 from activities.tools import CATALOG, ToolContext, ToolError
 from activities.tools.catalog import ToolCatalog
 from workflows.forms import describe_validation_error
@@ -20,6 +20,7 @@ from workflows.requests import ToolInvocation
 
 
 MAX_RESULT_CHARS = 64_000
+TOOL_ATTEMPTS = 3
 
 
 class ToolActivities:
@@ -36,6 +37,8 @@ class ToolActivities:
                 return await self._run(invocation)
         except ToolError as error:
             raise ApplicationError(str(error), type="ToolError", non_retryable=True) from None
+        except Exception as error:
+            raise final_on_attempt(error, TOOL_ATTEMPTS) from error
 
     async def _run(self, invocation: ToolInvocation) -> str:
         spec = self.catalog.get(invocation.tool)

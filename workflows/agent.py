@@ -51,13 +51,15 @@ with workflow.unsafe.imports_passed_through():
     from activities.tools import CATALOG
     from activities.tools.builtin import question_of
 
+# No attempt limit: a worker that dies mid-call is retried for as long as it
+# takes. The activities count their own failures and make them final (see
+# activities/model.py), so a broken tool or provider still ends the call.
 MODEL_CALL = dict(
     start_to_close_timeout=timedelta(minutes=5),
     heartbeat_timeout=timedelta(seconds=10),
     retry_policy=RetryPolicy(
         initial_interval=timedelta(seconds=1),
         maximum_interval=timedelta(seconds=30),
-        maximum_attempts=6,
         non_retryable_error_types=["ModelRequestRejected"],
     ),
 )
@@ -67,7 +69,6 @@ TOOL_CALL = dict(
     retry_policy=RetryPolicy(
         initial_interval=timedelta(seconds=1),
         maximum_interval=timedelta(seconds=10),
-        maximum_attempts=3,
         non_retryable_error_types=["ToolError"],
     ),
 )
