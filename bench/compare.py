@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import tempfile
@@ -29,7 +30,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -41,8 +41,7 @@ from worker import build_worker
 from workflows.agent import AgentWorkflow
 from workflows.conversation import FunctionCall, ModelReply, ToolCall
 from workflows.requests import ModelRequest
-
-TOOL_STARTED: dict[str, float] = {}
+from bench.raw_agent import TOOL_STARTED, RawAgent, raw_model, raw_tool
 
 
 @tool(needs_approval=True)
@@ -73,50 +72,10 @@ class InstantModel(OfflineModel):
         return ModelReply(tool_calls=[ToolCall(id=f"call_{len(calls)}", function=FunctionCall(name=name, arguments=json.dumps(args)))])
 
 
-# ------------------------------------------------------------------ the floor
-
-
-@activity.defn(name="raw_model")
-async def raw_model(step: int) -> str:
-    return "call the tool" if step == 0 else "finished"
-
-
-@activity.defn(name="raw_tool")
-async def raw_tool(token: str) -> str:
-    TOOL_STARTED[token] = time.perf_counter()
-    return f"done {token}"
-
-
-@workflow.defn
-class RawAgent:
-    """The least a durable agent with one approval can do."""
-
-    def __init__(self) -> None:
-        self.waiting = False
-        self.approved = False
-
-    @workflow.run
-    async def run(self, token: str) -> str:
-        await workflow.execute_activity(raw_model, 0, start_to_close_timeout=timedelta(seconds=30))
-        self.waiting = True
-        await workflow.wait_condition(lambda: self.approved)
-        await workflow.execute_activity(raw_tool, token, start_to_close_timeout=timedelta(seconds=30))
-        return await workflow.execute_activity(raw_model, 1, start_to_close_timeout=timedelta(seconds=30))
-
-    @workflow.query
-    def is_waiting(self) -> bool:
-        return self.waiting and not self.approved
-
-    @workflow.update
-    def approve(self) -> bool:
-        self.approved = True
-        return True
-
-
 # ------------------------------------------------------------------ drivers
 
 
-async def poll(check: Any, interval: float = 0.002) -> None:
+async def poll(check: Any, interval: float = 0.01) -> None:
     while not await check():
         await asyncio.sleep(interval)
 
@@ -143,7 +102,7 @@ async def raw_session(client: Client, task_queue: str) -> tuple[float, float]:
     await poll(lambda: handle.query(RawAgent.is_waiting))
     approved = time.perf_counter()
     await handle.execute_update(RawAgent.approve)
-    await handle.result()
+    await poll(lambda: handle.query(RawAgent.is_done))  # observed the same way as the product's answer
     return time.perf_counter() - began, TOOL_STARTED[token] - approved
 
 
@@ -183,10 +142,16 @@ class Series:
         return statistics.median(self.approve_to_tool)
 
 
-async def series(name: str, runs: int, session: Any) -> Series:
-    await session()  # warm up: first-run imports and caches are not the steady state
-    results = [await session() for _ in range(runs)]
-    return Series(name, [r[0] for r in results], [r[1] for r in results])
+async def measure(runs: int, rounds: int, contenders: dict[str, Any]) -> list[Series]:
+    """Each contender alone with its own worker (two workers in one process slow each
+    other down), in rounds, so a noisy moment on this machine hits every contender alike."""
+    results: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, (worker, session) in contenders.items():
+            async with worker():
+                await session()  # warm up: first-run imports and caches are not the steady state
+                results[name] += [await session() for _ in range(max(1, runs // rounds))]
+    return [Series(name, [r[0] for r in rs], [r[1] for r in rs]) for name, rs in results.items()]
 
 
 async def history_size(client: Client, task_queue: str, steps: int) -> tuple[int, int, int]:
@@ -209,11 +174,13 @@ async def run(sessions: int, latency_sessions: int, steps: int) -> dict[str, Any
         try:
             client = await Client.connect(f"127.0.0.1:{port}", data_converter=DATA_CONVERTER)
             workspace = Path(folder) / "workspace"
-            async with build_worker(client, "bench-product", InstantModel(), workspace), \
-                    Worker(client, task_queue="bench-raw", workflows=[RawAgent], activities=[raw_model, raw_tool]):
-                product = await series("product", sessions, lambda: product_session(client, "bench-product"))
-                raw = await series("raw", sessions, lambda: raw_session(client, "bench-raw"))
-                plain = await series("asyncio", sessions, asyncio_session)
+            product, raw, plain = await measure(sessions, 3, {
+                "product": (lambda: build_worker(client, "bench-product", InstantModel(), workspace),
+                            lambda: product_session(client, "bench-product")),
+                "raw": (lambda: Worker(client, task_queue="bench-raw", workflows=[RawAgent], activities=[raw_model, raw_tool]),
+                        lambda: raw_session(client, "bench-raw")),
+                "asyncio": (contextlib.nullcontext, asyncio_session),
+            })
             slow_model = InstantModel(latency=1.0)
             async with build_worker(client, "bench-slow", slow_model, workspace):
                 began = time.perf_counter()
@@ -228,9 +195,9 @@ async def run(sessions: int, latency_sessions: int, steps: int) -> dict[str, Any
             stop_dev_server(server)
     return {
         "sessions": sessions,
-        "median_session_ms": {s.name: round(s.median * 1000, 1) for s in (product, raw, plain)},
-        "session_ratio_vs_raw": {s.name: round(s.median / raw.median, 2) for s in (product, raw, plain)},
-        "approve_to_tool_median_ms": {s.name: round(s.resume_median * 1000, 2) for s in (product, raw, plain)},
+        "median_session_ms": {s.name: round(s.median * 1000, 3) for s in (product, raw, plain)},
+        "session_ratio_vs_raw": {s.name: round(s.median / raw.median, 4) for s in (product, raw, plain)},
+        "approve_to_tool_median_ms": {s.name: round(s.resume_median * 1000, 3) for s in (product, raw, plain)},
         "orchestration_share_with_1s_model": round(1 - slow_model.model_seconds / wall, 3),
         "history_one_step": {"events": one[1], "bytes": one[2]},
         "history_per_step_in_long_session": {"events": round(many[1] / steps, 1), "bytes": round(many[2] / steps)},
