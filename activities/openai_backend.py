@@ -7,6 +7,7 @@ Temporal's retry policy (durable, visible in history) does the waiting.
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from datetime import timedelta
 from typing import Any
@@ -45,13 +46,20 @@ class OpenAIBackend:
             raise ApplicationError("model endpoint returned no choices", type="ModelUnavailable")
         message = response.choices[0].message
         return ModelReply(
-            content=message.content,
+            content=message.content if isinstance(message.content, str) else None,
             tool_calls=[
-                ToolCall(id=call.id or "", function=FunctionCall(name=call.function.name, arguments=call.function.arguments or "{}"))
+                ToolCall(id=call.id or "", function=FunctionCall(name=call.function.name or "", arguments=as_text(call.function.arguments)))
                 for call in message.tool_calls or []
                 if getattr(call, "function", None) is not None
             ],
         )
+
+
+def as_text(arguments: Any) -> str:
+    """Arguments as the JSON text OpenAI sends; some servers send the object itself."""
+    if arguments is None:
+        return "{}"
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
 def classify(error: openai.APIStatusError) -> ApplicationError:

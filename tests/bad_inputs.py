@@ -104,6 +104,8 @@ MODEL_REPLIES = [
                "tool result: Error: the arguments do not fit ask_user_question: fields.0.type"),
     ModelReply("the same call id twice in one reply", {"calls": [["search_web", {"query": "a"}], ["search_web", {"query": "b"}]], "same_ids": True},
                "the second call gets a fresh id; both get results"),
+    ModelReply("arguments sent as a JSON object, not as text", {"calls": [["search_web", {"query": "milk"}]], "object_args": True},
+               "tool result: - notes.txt: remember the milk"),
     ModelReply("HTTP 401 (bad key)", {"status": 401}, "turn ends at once, status.error: model endpoint refused the request (401): ...; session idle"),
     ModelReply("HTTP 400 (request rejected)", {"status": 400}, "turn ends at once, status.error: ... (400): ...; session idle"),
     ModelReply("HTTP 500 then a good reply", {"status": 500, "then": "ok"}, "retried by Temporal; the turn completes"),

@@ -39,6 +39,17 @@ async def no_failed_workflow_tasks(session: WorkflowHandle[Any, Any]) -> None:
     assert not failed, failed
 
 
+async def refused_both_ways(session: WorkflowHandle[Any, Any], verb: str, payload: Any, reason: str) -> None:
+    """The Update is rejected with the reason; the signal is ignored and recorded with it."""
+    with pytest.raises(WorkflowUpdateFailedError) as failure:
+        await session.execute_update(f"{verb}_update", payload)
+    assert reason in failure.value.cause.message
+    await session.signal(verb, payload)
+    status = await eventually(lambda: query(session, "status"), lambda s: bool(s["ignored_signals"]))
+    assert reason in status["ignored_signals"][-1]["reason"]
+    assert status["ignored_signals"][-1]["signal"] == verb
+
+
 @pytest.mark.parametrize("case", DECISIONS, ids=lambda c: c.what)
 async def test_a_bad_decision_is_refused_by_signal_and_update_alike(agent: Agent, case: bad_inputs.Decision) -> None:
     session = await agent.start(case.session, **case.options)
@@ -47,14 +58,7 @@ async def test_a_bad_decision_is_refused_by_signal_and_update_alike(agent: Agent
         await session.execute_update(f"{verb}_update", payload)
         before = await query(session, "pending")
 
-    with pytest.raises(WorkflowUpdateFailedError) as failure:
-        await session.execute_update(f"{case.verb}_update", case.payload)
-    assert case.reason in failure.value.cause.message
-
-    await session.signal(case.verb, case.payload)
-    status = await eventually(lambda: query(session, "status"), lambda s: bool(s["ignored_signals"]))
-    assert case.reason in status["ignored_signals"][-1]["reason"]
-    assert status["ignored_signals"][-1]["signal"] == case.verb
+    await refused_both_ways(session, case.verb, case.payload, case.reason)
     assert await query(session, "pending") == before, "a refused decision changes nothing"
     assert (await query(session, "audit"))[-1]["event"] == "refused"
     await no_failed_workflow_tasks(session)
@@ -66,12 +70,7 @@ async def test_decisions_after_settling_are_refused(agent: Agent, case: bad_inpu
     await pending_items(session)
     await session.execute_update("approve_update", {})
     await settled(session)
-    with pytest.raises(WorkflowUpdateFailedError) as failure:
-        await session.execute_update(f"{case.verb}_update", case.payload)
-    assert case.reason in failure.value.cause.message
-    await session.signal(case.verb, case.payload)
-    status = await eventually(lambda: query(session, "status"), lambda s: bool(s["ignored_signals"]))
-    assert case.reason in status["ignored_signals"][-1]["reason"]
+    await refused_both_ways(session, case.verb, case.payload, case.reason)
 
 
 def scripted(reply: dict[str, Any]) -> list[Reply]:
@@ -83,6 +82,9 @@ def scripted(reply: dict[str, Any]) -> list[Reply]:
     else:
         calls = [(f"c{i}" if not reply.get("same_ids") else "c0", name, args) for i, (name, args) in enumerate(reply["calls"])]
         first = tool_calls(*calls)
+        if reply.get("object_args"):
+            for call, (_, _, args) in zip(first.body["choices"][0]["message"]["tool_calls"], calls):
+                call["function"]["arguments"] = args
     return [first, text("ok")] if "then" in reply or "calls" in reply else [first]
 
 
