@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from settings import DATA_CONVERTER
 from workflows.agent import AgentWorkflow
@@ -71,25 +72,45 @@ async def bounded(items: list[Any], action: Callable[[Any], Awaitable[Any]]) -> 
     return await asyncio.gather(*(one(item) for item in items))
 
 
-async def until_paused(client: Client, session_id: str) -> None:
+async def pending_of(client: Client, session_id: str) -> list[dict[str, Any]]:
+    """A query can time out while the worker is saturated; that is load, not an answer."""
     handle = client.get_workflow_handle(session_id)
-    while not await handle.query("pending", rpc_timeout=timedelta(seconds=30)):
-        await asyncio.sleep(0.2)
+    while True:
+        try:
+            return await handle.query("pending", rpc_timeout=timedelta(seconds=30))
+        except RPCError:
+            await asyncio.sleep(1)
 
 
-async def run_load(client: Client, worker_pid: int, task_queue: str, sessions: int, prefix: str) -> LoadReport:
+async def until_all_paused(workspace: Path, ids: list[str]) -> None:
+    """Each pause notifies (notifications.jsonl), as people would learn of it: no polling."""
+    waiting = set(ids)
+    notifications = workspace / "notifications.jsonl"
+    seen = 0
+    while waiting:
+        await asyncio.sleep(0.5)
+        if notifications.exists():
+            lines = notifications.read_text().splitlines()
+            for line in lines[seen:]:
+                waiting.discard(json.loads(line)["session_id"])
+            seen = len(lines)
+
+
+async def run_load(
+    client: Client, worker_pid: int, task_queue: str, sessions: int, prefix: str, workspace: Path
+) -> LoadReport:
     ids = [f"{prefix}-{n:05d}" for n in range(sessions)]
     began = time.perf_counter()
     await bounded(ids, lambda sid: client.start_workflow(
         AgentWorkflow.run, {"message": "please delete notes.txt"}, id=sid, task_queue=task_queue))
     started = time.perf_counter() - began
-    await bounded(ids, lambda sid: until_paused(client, sid))
+    await until_all_paused(workspace, ids)
     all_paused = time.perf_counter() - began
 
     # Finding them: what an inbox does — list the running sessions, then ask each what waits.
     found_at = time.perf_counter()
     running = [w.id async for w in client.list_workflows(f"TaskQueue = '{task_queue}' AND ExecutionStatus = 'Running'")]
-    pending = await bounded(running, lambda sid: client.get_workflow_handle(sid).query("pending"))
+    pending = await bounded(running, lambda sid: pending_of(client, sid))
     found = sum(1 for items in pending if items)
     find_all = time.perf_counter() - found_at
 
@@ -112,10 +133,11 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         port = free_port()
         server = start_dev_server(Path(folder) / "temporal.db", port=port, ui_port=free_port())
-        worker = start_worker(f"127.0.0.1:{port}", "load", Path(folder) / "workspace", Path(folder) / "worker.log")
+        workspace = Path(folder) / "workspace"
+        worker = start_worker(f"127.0.0.1:{port}", "load", workspace, Path(folder) / "worker.log")
         try:
             client = await Client.connect(f"127.0.0.1:{port}", data_converter=DATA_CONVERTER)
-            report = await run_load(client, worker.pid, "load", args.sessions, "load")
+            report = await run_load(client, worker.pid, "load", args.sessions, "load", workspace)
         finally:
             worker.terminate()
             worker.wait()

@@ -16,7 +16,7 @@ async def test_a_thousand_paused_sessions_are_found_and_one_resumes(env: Workflo
     task_queue = f"load-{uuid.uuid4().hex[:6]}"
     worker = start_worker(env.client.service_client.config.target_host, task_queue, tmp_path / "workspace", tmp_path / "worker.log")
     try:
-        report = await run_load(env.client, worker.pid, task_queue, SESSIONS, task_queue)
+        report = await run_load(env.client, worker.pid, task_queue, SESSIONS, task_queue, tmp_path / "workspace")
     finally:
         worker.terminate()
         worker.wait()
