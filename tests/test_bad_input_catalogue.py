@@ -180,3 +180,15 @@ async def test_oversized_payloads_are_refused_and_lose_nothing(openai_agent: tup
     report = fake.requests[-1]["messages"][-1]["content"]
     assert report.startswith("x" * 64_000) and report.endswith("[... 2936000 more characters cut]")
     await no_failed_workflow_tasks(session)
+
+
+async def test_a_conversation_that_outgrows_a_request_is_trimmed_not_stuck(openai_agent: tuple[Agent, FakeOpenAI]) -> None:
+    agent, fake = openai_agent
+    fake.script(*[tool_calls((f"h{n}", "huge_report", {"megabytes": 1})) for n in range(8)], text("read it all"))
+    session = await agent.start("go")
+    status = await settled(session)
+    assert status["last_answer"] == "read it all"
+    last = json.dumps(fake.requests[-1]["messages"])
+    assert len(last) < 400_000 and "trimmed to keep the conversation" in last
+    assert len(json.dumps(await query(session, "transcript"))) > 500_000, "the transcript keeps everything"
+    await no_failed_workflow_tasks(session)

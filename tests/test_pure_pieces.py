@@ -12,7 +12,7 @@ from activities.tools import CATALOG
 from activities.tools.bookings import all_bookings, book_once
 from activities.tools.errors import ToolError
 from activities.tools.workspace import inside_workspace
-from workflows.conversation import ChatMessage, Conversation, FunctionCall, ModelReply, ToolCall
+from workflows.conversation import TRIMMED, ChatMessage, Conversation, FunctionCall, ModelReply, ToolCall
 from workflows.forms import check_answer
 from workflows.pauses import Answer, Approve, Pauses, PendingCall, Refusal, Reject, parse_decision
 from workflows.planning import plan_call, with_unique_call_ids
@@ -146,3 +146,16 @@ def test_the_offline_model_understands_plain_english() -> None:
     reply = respond([ChatMessage(role="user", content="book me a flight to Beijing")], tools)
     assert reply.tool_calls[0].name == "ask_user_question"
     assert "offline stand-in" in respond([ChatMessage(role="user", content="hello")], tools).content
+
+
+def test_a_long_conversation_is_trimmed_for_the_model_but_keeps_its_shape() -> None:
+    conversation = Conversation()
+    conversation.add_user("go")
+    for n in range(5):
+        conversation.add_assistant(ModelReply(tool_calls=[call(f"c{n}", "search_web", "{}")]))
+        conversation.add_tool_result(f"c{n}", str(n) * 1000)
+    request = conversation.within(2500)
+    assert [m.role for m in request] == [m.role for m in conversation.messages]
+    contents = [m.content for m in request if m.role == "tool"]
+    assert contents[:3] == [TRIMMED] * 3 and contents[3:] == ["3" * 1000, "4" * 1000]
+    assert conversation.messages[2].content == "0" * 1000, "the transcript itself keeps everything"

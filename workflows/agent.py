@@ -77,6 +77,7 @@ NOTIFY_CALL = dict(
     retry_policy=RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(minutes=1)),
 )
 IGNORED_SIGNALS_KEPT = 50
+MODEL_REQUEST_BUDGET = 300_000  # characters per model call: about a 100k-token context, far under 2 MB
 AUDIT_EVENT: dict[Outcome, str] = {
     "approved": "approved", "edited": "edited", "rejected": "rejected", "declined": "rejected",
     "answered": "answered", "timed_out": "timed_out", "moved_on": "cancelled", "cancelled": "cancelled",
@@ -178,7 +179,7 @@ class AgentWorkflow:
         self.steps += 1
         self.total_steps += 1
         request = ModelRequest(
-            messages=[ChatMessage(role="system", content=self.system_prompt()), *self.conversation.messages],
+            messages=[ChatMessage(role="system", content=self.system_prompt()), *self.conversation.within(MODEL_REQUEST_BUDGET)],
             tools=[spec.openai_schema() for spec in self.offered.values()],
             model=self.config.model,
         )

@@ -12,6 +12,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 
+TRIMMED = "[this earlier result was trimmed to keep the conversation within its size limit]"
+
+
 class FunctionCall(BaseModel):
     name: str
     arguments: str = "{}"
@@ -79,6 +82,24 @@ class Conversation(BaseModel):
         """The safety net: whatever happened, leave no tool call without a result."""
         for call_id in self.unanswered_call_ids():
             self.add_tool_result(call_id, content)
+
+    def within(self, budget_chars: int) -> list[ChatMessage]:
+        """The messages for a model request, oldest tool results trimmed to fit a budget.
+
+        Every model call carries the whole conversation as its activity input,
+        and Temporal refuses payloads over 2 MB: past the budget the oldest
+        results give way, while the shape (every call, every result) stays.
+        """
+        sizes = [len(m.content or "") + sum(len(c.function.arguments) for c in m.tool_calls or []) for m in self.messages]
+        excess = sum(sizes) - budget_chars
+        trimmed = list(self.messages)
+        for index, message in enumerate(trimmed):
+            if excess <= 0:
+                break
+            if message.role == "tool" and len(message.content or "") > len(TRIMMED):
+                excess -= len(message.content or "") - len(TRIMMED)
+                trimmed[index] = message.model_copy(update={"content": TRIMMED})
+        return trimmed
 
     def used_call_ids(self) -> set[str]:
         return {c.id for m in self.messages for c in m.tool_calls or []}
