@@ -7,12 +7,17 @@ official CLI releases).
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from temporalio.client import Client
+
+from settings import DATA_CONVERTER
 
 # SQLite's default mode syncs every write; WAL with normal sync measured ~3x faster here.
 FAST_SQLITE = ["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"]
@@ -67,3 +72,15 @@ def stop_dev_server(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+async def connect_when_ready(address: str, namespace: str = "default", attempts: int = 150) -> Client:
+    """A freshly started server listens before its frontend is healthy: keep asking."""
+    for attempt in range(attempts):
+        try:
+            return await Client.connect(address, namespace=namespace, data_converter=DATA_CONVERTER)
+        except RuntimeError:
+            if attempt == attempts - 1:
+                raise
+            await asyncio.sleep(0.2)
+    raise AssertionError("unreachable")

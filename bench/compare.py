@@ -35,7 +35,7 @@ from temporalio.worker import Worker
 
 from activities.offline_model import OfflineModel
 from activities.tools import tool
-from devserver import start_dev_server, stop_dev_server
+from devserver import connect_when_ready, start_dev_server, stop_dev_server
 from settings import DATA_CONVERTER
 from worker import build_worker
 from workflows.agent import AgentWorkflow
@@ -172,7 +172,7 @@ async def run(sessions: int, latency_sessions: int, steps: int) -> dict[str, Any
         port = free_port()
         server = start_dev_server(Path(folder) / "temporal.db", port=port, ui_port=free_port())
         try:
-            client = await Client.connect(f"127.0.0.1:{port}", data_converter=DATA_CONVERTER)
+            client = await connect_when_ready(f"127.0.0.1:{port}")
             workspace = Path(folder) / "workspace"
             product, raw, plain = await measure(sessions, 3, {
                 "product": (lambda: build_worker(client, "bench-product", InstantModel(), workspace),

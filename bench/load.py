@@ -124,7 +124,7 @@ async def run_load(
 
 
 async def main() -> None:
-    from devserver import start_dev_server, stop_dev_server
+    from devserver import connect_when_ready, start_dev_server, stop_dev_server
     from tests.test_fault_drill import free_port
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -136,7 +136,7 @@ async def main() -> None:
         workspace = Path(folder) / "workspace"
         worker = start_worker(f"127.0.0.1:{port}", "load", workspace, Path(folder) / "worker.log")
         try:
-            client = await Client.connect(f"127.0.0.1:{port}", data_converter=DATA_CONVERTER)
+            client = await connect_when_ready(f"127.0.0.1:{port}")
             report = await run_load(client, worker.pid, "load", args.sessions, "load", workspace)
         finally:
             worker.terminate()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from activities.model import backend_from_env
 from console.chat import Chat
-from devserver import is_listening, start_dev_server, stop_dev_server
+from devserver import connect_when_ready, is_listening, start_dev_server, stop_dev_server
 from settings import Settings, connect
 from worker import build_worker
 
@@ -43,7 +43,7 @@ async def run_demo(settings: Settings, session_id: str, by: str) -> int:
         seed_workspace(settings.workspace)
         backend = backend_from_env(settings)
         print(f"(model: {backend.description}; workspace: {settings.workspace.resolve()})")
-        client = await connect(settings)
+        client = await (connect_when_ready(settings.address, settings.namespace) if server else connect(settings))
         async with build_worker(client, settings.task_queue, backend, settings.workspace):
             return await Chat(client, settings.task_queue, session_id, by).run()
     finally:

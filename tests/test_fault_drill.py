@@ -32,7 +32,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateR
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from devserver import start_dev_server, stop_dev_server
+from devserver import connect_when_ready, start_dev_server, stop_dev_server
 from settings import DATA_CONVERTER
 from workflows.agent import AgentWorkflow
 
@@ -132,15 +132,6 @@ def decision_for(scenario: str, item: dict[str, Any]) -> tuple[str, dict[str, An
     return "approve_update", {"call_id": item["call_id"], "by": "drill"}
 
 
-async def connect(address: str) -> Client:
-    for _ in range(100):
-        try:
-            return await Client.connect(address, data_converter=DATA_CONVERTER)
-        except RuntimeError:
-            await asyncio.sleep(0.2)
-    raise TimeoutError(address)
-
-
 async def drive(client: Client, drill: Drill, session_id: str, scenario: str) -> dict[str, Any]:
     """Act as the person: start the session, decide what it asks, retry through outages."""
     handle = client.get_workflow_handle(session_id)
@@ -188,7 +179,7 @@ async def test_sessions_survive_killed_workers_and_a_killed_server(tmp_path: Pat
     try:
         drill.start_worker(0)
         drill.start_worker(1)
-        client = await connect(drill.address)
+        client = await connect_when_ready(drill.address)
         chaos = asyncio.create_task(drill.chaos(done))
         outcomes = await asyncio.wait_for(
             asyncio.gather(*(drive(client, drill, sid, scenario) for sid, scenario in plan.items())), timeout=600

@@ -38,6 +38,7 @@ from workflows.session import (
     DEFAULT_SYSTEM_PROMPT,
     AuditEvent,
     CancelRequest,
+    CarriedState,
     SessionInput,
     SessionState,
     SessionSummary,
@@ -77,6 +78,7 @@ NOTIFY_CALL = dict(
     retry_policy=RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(minutes=1)),
 )
 IGNORED_SIGNALS_KEPT = 50
+CARRY_BUDGET = 1_000_000  # characters of conversation taken through continue-as-new
 MODEL_REQUEST_BUDGET = 300_000  # characters per model call: about a 100k-token context, far under 2 MB
 AUDIT_EVENT: dict[Outcome, str] = {
     "approved": "approved", "edited": "edited", "rejected": "rejected", "declined": "rejected",
@@ -116,6 +118,8 @@ class AgentWorkflow:
         self.closed_reason: str | None = None
         self.ignored_signals: list[dict[str, Any]] = []
         self.audit_trail: list[AuditEvent] = []
+        if self.config.carried is not None:
+            self.resume(self.config.carried)
 
     # ------------------------------------------------------------------ the loop
 
@@ -136,6 +140,10 @@ class AgentWorkflow:
     async def next_user_turn(self) -> bool:
         if self.turn:
             self.state = "idle"
+        if self.history_is_long():
+            # Between turns nothing is in flight: the session starts a fresh run with what it carries.
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            workflow.continue_as_new(self.config.model_copy(update={"carried": self.carry()}))
         try:
             await workflow.wait_condition(
                 lambda: bool(self.inbox) or self.cancel_reason is not None,
@@ -262,6 +270,27 @@ class AgentWorkflow:
             self.speaker = message.by
         self.inbox.clear()
         self.interrupt_requested = False
+
+    def history_is_long(self) -> bool:
+        info = workflow.info()
+        return info.is_continue_as_new_suggested() or info.get_current_history_length() >= self.config.continue_as_new_after_events
+
+    def carry(self) -> CarriedState:
+        return CarriedState(
+            messages=self.conversation.within(CARRY_BUDGET), inbox=self.inbox, grants=self.grants,
+            audit=self.audit_trail, ignored_signals=self.ignored_signals, turn=self.turn,
+            total_steps=self.total_steps, last_answer=self.last_answer, speaker=self.speaker,
+        )
+
+    def resume(self, carried: CarriedState) -> None:
+        self.conversation = Conversation(messages=carried.messages)
+        self.inbox = list(carried.inbox)
+        self.grants = list(carried.grants)
+        self.audit_trail = list(carried.audit)
+        self.ignored_signals = list(carried.ignored_signals)
+        self.turn, self.total_steps = carried.turn, carried.total_steps
+        self.last_answer, self.speaker = carried.last_answer, carried.speaker
+        self.state = "idle" if not self.inbox else "running"
 
     # ------------------------------------------------------------- the pauses
 

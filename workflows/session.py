@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.rules import DecisionRules
+from workflows.conversation import ChatMessage
+from workflows.rules import DecisionRules, Grant
 
 # Whatever a person types joins every later model request, and Temporal caps a
 # payload at 2 MB: a bound here keeps one long paste from wedging the session.
@@ -22,22 +23,6 @@ DEFAULT_SYSTEM_PROMPT = (
     "and do not re-interpret it. Some tools need a person's approval; when a call is rejected or "
     "cancelled, do not try it again unless the user asks. Answer briefly when you are done."
 )
-
-
-class SessionInput(DecisionRules):
-    """One JSON object; only `message` is required. The decision rules are inherited."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    message: str = Field(min_length=1, max_length=MAX_TEXT)
-    by: str | None = None
-    system_prompt: str | None = None
-    model: str | None = None
-    tools: list[str] | None = None
-    max_steps: int = Field(default=20, ge=1, le=1000)
-    approval_timeout_seconds: float = Field(default=86400, gt=0)
-    answer_timeout_seconds: float = Field(default=86400, gt=0)
-    idle_timeout_seconds: float = Field(default=7 * 86400, gt=0)
 
 
 class UserMessage(BaseModel):
@@ -70,6 +55,39 @@ class AuditEvent(BaseModel):
     comment: str | None = None
     rule: str | None = None
     signal: str | None = None
+
+
+class CarriedState(BaseModel):
+    """What a session takes into its next run when it continues as new."""
+
+    messages: list[ChatMessage]
+    inbox: list[UserMessage]
+    grants: list[Grant]
+    audit: list[AuditEvent]
+    ignored_signals: list[dict[str, Any]]
+    turn: int
+    total_steps: int
+    last_answer: str | None = None
+    speaker: str | None = None
+
+
+class SessionInput(DecisionRules):
+    """One JSON object; only `message` is required. The decision rules are inherited."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: str = Field(min_length=1, max_length=MAX_TEXT)
+    by: str | None = None
+    system_prompt: str | None = None
+    model: str | None = None
+    tools: list[str] | None = None
+    max_steps: int = Field(default=20, ge=1, le=1000)
+    approval_timeout_seconds: float = Field(default=86400, gt=0)
+    answer_timeout_seconds: float = Field(default=86400, gt=0)
+    idle_timeout_seconds: float = Field(default=7 * 86400, gt=0)
+    continue_as_new_after_events: int = Field(default=10_000, ge=20)
+    carried: CarriedState | None = None
+
 
 
 class SessionSummary(BaseModel):
