@@ -149,7 +149,8 @@ class Chat:
         choice = typed.lower()
         if choice in ("/quit", "/exit"):
             raise EOFError
-        body: dict[str, Any] = {"call_id": item["call_id"], "by": self.by}
+        # The hash of what you saw: if the call changed meanwhile, the session refuses the decision.
+        body: dict[str, Any] = {"call_id": item["call_id"], "by": self.by, "expected_args_sha256": item["args_sha256"]}
         if choice.startswith("a"):
             await self.update(handle, "approve_update", body)
         elif choice.startswith("e") and item["kind"] == "review":
