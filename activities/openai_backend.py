@@ -19,6 +19,7 @@ from workflows.conversation import FunctionCall, ModelReply, ToolCall
 from workflows.requests import ModelRequest
 
 RETRYABLE_STATUS = {408, 409, 429}
+MAX_CONTENT = 100_000  # a runaway reply must not outgrow Temporal's 2 MB payload limit
 
 
 class OpenAIBackend:
@@ -46,7 +47,7 @@ class OpenAIBackend:
             raise ApplicationError("model endpoint returned no choices", type="ModelUnavailable")
         message = response.choices[0].message
         return ModelReply(
-            content=message.content if isinstance(message.content, str) else None,
+            content=message.content[:MAX_CONTENT] if isinstance(message.content, str) else None,
             tool_calls=[
                 ToolCall(id=call.id or "", function=FunctionCall(name=call.function.name or "", arguments=as_text(call.function.arguments)))
                 for call in message.tool_calls or []

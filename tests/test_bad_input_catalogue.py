@@ -189,6 +189,6 @@ async def test_a_conversation_that_outgrows_a_request_is_trimmed_not_stuck(opena
     status = await settled(session)
     assert status["last_answer"] == "read it all"
     last = json.dumps(fake.requests[-1]["messages"])
-    assert len(last) < 400_000 and "trimmed to keep the conversation" in last
+    assert len(last) < 400_000 and "was trimmed to keep the conversation" in last
     assert len(json.dumps(await query(session, "transcript"))) > 500_000, "the transcript keeps everything"
     await no_failed_workflow_tasks(session)

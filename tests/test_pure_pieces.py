@@ -159,3 +159,14 @@ def test_a_long_conversation_is_trimmed_for_the_model_but_keeps_its_shape() -> N
     contents = [m.content for m in request if m.role == "tool"]
     assert contents[:3] == [TRIMMED] * 3 and contents[3:] == ["3" * 1000, "4" * 1000]
     assert conversation.messages[2].content == "0" * 1000, "the transcript itself keeps everything"
+
+
+def test_long_user_messages_give_way_too_but_never_the_latest() -> None:
+    conversation = Conversation()
+    for n in range(4):
+        conversation.add_user(str(n) * 1000)
+        conversation.add_assistant(ModelReply(content="ok"))
+    conversation.add_user("5" * 1000)
+    request = conversation.within(2500)
+    users = [m.content for m in request if m.role == "user"]
+    assert users[:3] == [TRIMMED] * 3 and users[3:] == ["3" * 1000, "5" * 1000]

@@ -79,6 +79,7 @@ NOTIFY_CALL = dict(
 )
 IGNORED_SIGNALS_KEPT = 50
 CARRY_BUDGET = 1_000_000  # characters of conversation taken through continue-as-new
+AUDIT_CARRIED = 5_000  # audit events taken through continue-as-new, newest first
 MODEL_REQUEST_BUDGET = 300_000  # characters per model call: about a 100k-token context, far under 2 MB
 AUDIT_EVENT: dict[Outcome, str] = {
     "approved": "approved", "edited": "edited", "rejected": "rejected", "declined": "rejected",
@@ -278,7 +279,7 @@ class AgentWorkflow:
     def carry(self) -> CarriedState:
         return CarriedState(
             messages=self.conversation.within(CARRY_BUDGET), inbox=self.inbox, grants=self.grants,
-            audit=self.audit_trail, ignored_signals=self.ignored_signals, turn=self.turn,
+            audit=self.audit_trail[-AUDIT_CARRIED:], ignored_signals=self.ignored_signals, turn=self.turn,
             total_steps=self.total_steps, last_answer=self.last_answer, speaker=self.speaker,
         )
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 
-TRIMMED = "[this earlier result was trimmed to keep the conversation within its size limit]"
+TRIMMED = "[this earlier text was trimmed to keep the conversation within its size limit]"
 
 
 class FunctionCall(BaseModel):
@@ -84,21 +84,22 @@ class Conversation(BaseModel):
             self.add_tool_result(call_id, content)
 
     def within(self, budget_chars: int) -> list[ChatMessage]:
-        """The messages for a model request, oldest tool results trimmed to fit a budget.
+        """The messages for a model request, trimmed oldest first to fit a budget.
 
         Every model call carries the whole conversation as its activity input,
         and Temporal refuses payloads over 2 MB: past the budget the oldest
-        results give way, while the shape (every call, every result) stays.
+        tool results give way first, then the oldest other texts (never the
+        latest message), while the shape (every call, every result) stays.
         """
-        sizes = [len(m.content or "") + sum(len(c.function.arguments) for c in m.tool_calls or []) for m in self.messages]
-        excess = sum(sizes) - budget_chars
         trimmed = list(self.messages)
-        for index, message in enumerate(trimmed):
-            if excess <= 0:
-                break
-            if message.role == "tool" and len(message.content or "") > len(TRIMMED):
-                excess -= len(message.content or "") - len(TRIMMED)
-                trimmed[index] = message.model_copy(update={"content": TRIMMED})
+        excess = sum(_size(m) for m in trimmed) - budget_chars
+        for roles in (("tool",), ("user", "assistant")):
+            for index, message in enumerate(trimmed[:-1]):
+                if excess <= 0:
+                    return trimmed
+                if message.role in roles and len(message.content or "") > len(TRIMMED):
+                    excess -= len(message.content or "") - len(TRIMMED)
+                    trimmed[index] = message.model_copy(update={"content": TRIMMED})
         return trimmed
 
     def used_call_ids(self) -> set[str]:
@@ -108,6 +109,10 @@ class Conversation(BaseModel):
         missing = self.unanswered_call_ids()
         if missing:
             raise ValueError(f"tool calls {missing} have no result yet")
+
+
+def _size(message: ChatMessage) -> int:
+    return len(message.content or "") + sum(len(c.function.arguments) for c in message.tool_calls or [])
 
 
 def answer_as_tool_result(answer: str | dict[str, Any] | list[Any] | int | float | bool) -> str:
