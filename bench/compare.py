@@ -26,7 +26,6 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,6 @@ from temporalio.worker import Worker
 from activities.offline_model import OfflineModel
 from activities.tools import tool
 from devserver import connect_when_ready, start_dev_server, stop_dev_server
-from settings import DATA_CONVERTER
 from worker import build_worker
 from workflows.agent import AgentWorkflow
 from workflows.conversation import FunctionCall, ModelReply, ToolCall

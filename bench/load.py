@@ -26,7 +26,6 @@ from typing import Any, Awaitable, Callable
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from settings import DATA_CONVERTER
 from workflows.agent import AgentWorkflow
 
 ROOT = Path(__file__).resolve().parent.parent

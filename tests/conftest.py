@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import pytest
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
@@ -146,6 +146,13 @@ async def settled(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
 async def pending_of_kind(handle: WorkflowHandle[Any, Any], kind: str) -> dict[str, Any]:
     items = await eventually(lambda: query(handle, "pending"), lambda items: any(i["kind"] == kind for i in items))
     return next(item for item in items if item["kind"] == kind)
+
+
+async def refused_update(handle: WorkflowHandle[Any, Any], name: str, payload: Any) -> str:
+    """The reason an Update was rejected with (the test fails if it was accepted)."""
+    with pytest.raises(WorkflowUpdateFailedError) as failure:
+        await handle.execute_update(name, payload)
+    return failure.value.cause.message
 
 
 def assert_well_formed(messages: list[dict[str, Any]]) -> None:

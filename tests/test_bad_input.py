@@ -5,16 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import WorkflowFailureError, WorkflowHandle
 
-from tests.conftest import Agent, assert_well_formed, eventually, pending_items, query, settled
+from tests.conftest import Agent, eventually, pending_items, query, refused_update, settled
 from tests.fake_openai import FakeOpenAI, text, tool_calls
 
-
-async def refused_update(session: WorkflowHandle[Any, Any], name: str, payload: Any) -> str:
-    with pytest.raises(WorkflowUpdateFailedError) as failure:
-        await session.execute_update(name, payload)
-    return failure.value.cause.message
 
 
 async def last_ignored(session: WorkflowHandle[Any, Any], count: int) -> list[dict[str, Any]]:

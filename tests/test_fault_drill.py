@@ -27,13 +27,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from devserver import connect_when_ready, start_dev_server, stop_dev_server
-from settings import DATA_CONVERTER
 from workflows.agent import AgentWorkflow
 
 ROOT = Path(__file__).resolve().parent.parent

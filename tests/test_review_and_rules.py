@@ -5,19 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
-from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import WorkflowHandle
 
-from tests.conftest import Agent, assert_well_formed, eventually, pending_items, query, settled
+from tests.conftest import Agent, assert_well_formed, eventually, pending_items, query, refused_update, settled
 from tests.fake_openai import FakeOpenAI, text, tool_calls
 
 DRAFT = "draft an email to ana@example.com about lunch saying see you at noon"
 
-
-async def refused(session: WorkflowHandle[Any, Any], name: str, payload: Any) -> str:
-    with pytest.raises(WorkflowUpdateFailedError) as failure:
-        await session.execute_update(name, payload)
-    return failure.value.cause.message
 
 
 async def tool_result(session: WorkflowHandle[Any, Any], call_id: str) -> str:
@@ -37,7 +31,7 @@ async def test_a_reviewed_result_reaches_the_model_only_after_approval(agent: Ag
     assert "see you at noon" in draft.read_text()
     assert [m["role"] for m in await query(session, "transcript")] == ["user", "assistant"]
 
-    assert "replace its result, not its args" in await refused(session, "approve_update", {"args": {"to": "x"}})
+    assert "replace its result, not its args" in await refused_update(session, "approve_update", {"args": {"to": "x"}})
     await session.execute_update("approve_update", {"by": "ana"})
 
     status = await settled(session)
@@ -75,10 +69,10 @@ async def test_only_listed_approvers_may_decide(agent: Agent) -> None:
     [item] = await pending_items(session)
     assert item["approvers"] == ["oncall-1", "oncall-2"]
 
-    assert await refused(session, "approve_update", {"by": "mallory"}) == (
+    assert await refused_update(session, "approve_update", {"by": "mallory"}) == (
         "mallory may not decide delete_file; approvers: oncall-1, oncall-2")
-    assert "say who you are" in await refused(session, "approve_update", {})
-    assert "mallory may not decide" in await refused(session, "reject_update", {"by": "mallory", "reason": "x"})
+    assert "say who you are" in await refused_update(session, "approve_update", {})
+    assert "mallory may not decide" in await refused_update(session, "reject_update", {"by": "mallory", "reason": "x"})
     await session.signal("approve", {"by": "mallory"})
     await session.execute_update("approve_update", {"by": "oncall-2"})
 
@@ -91,7 +85,7 @@ async def test_only_listed_approvers_may_decide(agent: Agent) -> None:
 async def test_a_wildcard_approver_list_covers_every_tool(agent: Agent) -> None:
     session = await agent.start("please delete notes.txt", approvers={"*": ["lead"]})
     await pending_items(session)
-    assert "lead" in await refused(session, "approve_update", {"by": "dev"})
+    assert "lead" in await refused_update(session, "approve_update", {"by": "dev"})
 
 
 async def test_two_distinct_approvals_are_needed_and_one_rejection_rejects(agent: Agent) -> None:
@@ -100,8 +94,8 @@ async def test_two_distinct_approvals_are_needed_and_one_rejection_rejects(agent
 
     receipt = await session.execute_update("approve_update", {"by": "ana"})
     assert receipt["outcome"] == "awaiting_more_approvals" and receipt["approvals"] == ["ana"]
-    assert "ana already approved" in await refused(session, "approve_update", {"by": "ana"})
-    assert "2 distinct approvers" in await refused(session, "approve_update", {})
+    assert "ana already approved" in await refused_update(session, "approve_update", {"by": "ana"})
+    assert "2 distinct approvers" in await refused_update(session, "approve_update", {})
     [still] = await query(session, "pending")
     assert still["approvals"] == ["ana"] and (agent.workspace / "notes.txt").exists()
     await session.execute_update("approve_update", {"by": "bo"})
@@ -125,7 +119,7 @@ async def test_four_eyes_keeps_the_requester_from_approving(agent: Agent) -> Non
     [item] = await pending_items(session)
     assert item["requested_by"] == "alice"
 
-    assert await refused(session, "approve_update", {"by": "alice"}) == (
+    assert await refused_update(session, "approve_update", {"by": "alice"}) == (
         "four-eyes rule: alice asked for this call and cannot approve it")
     await session.execute_update("reject_update", {"by": "alice", "reason": "changed my mind"})  # rejecting is fine
     await settled(session)
@@ -150,7 +144,7 @@ async def test_a_decision_on_stale_arguments_is_refused(openai_agent: tuple[Agen
     [edited] = await query(session, "pending")
     assert edited["args"] == {"path": "other.txt"} and edited["args_sha256"] != seen
 
-    reason = await refused(session, "approve_update", {"by": "bo", "expected_args_sha256": seen})
+    reason = await refused_update(session, "approve_update", {"by": "bo", "expected_args_sha256": seen})
     assert reason.startswith("stale decision: c1's arguments are now")
     await session.execute_update("approve_update", {"by": "bo", "expected_args_sha256": edited["args_sha256"]})
 
