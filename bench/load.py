@@ -123,8 +123,7 @@ async def run_load(
 
 
 async def main() -> None:
-    from devserver import connect_when_ready, start_dev_server, stop_dev_server
-    from tests.test_fault_drill import free_port
+    from devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10_000)

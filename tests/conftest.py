@@ -22,6 +22,8 @@ from settings import DATA_CONVERTER
 from tests.fake_openai import FakeOpenAI
 from worker import build_worker
 from workflows.agent import AgentWorkflow
+from workflows.conversation import ModelReply
+from workflows.requests import ModelRequest
 
 T = TypeVar("T")
 RECORD_HISTORIES_TO = os.environ.get("HITL_RECORD_HISTORIES")
@@ -177,6 +179,32 @@ async def openai_agent(env: WorkflowEnvironment, workspace: Path) -> AsyncIterat
         backend = OpenAIBackend(api_key=SECRET_KEY, base_url=fake.base_url, default_model="test-model")
         async for running in running_agent(env.client, workspace, backend):
             yield running, fake
+
+
+class GatedModel(OfflineModel):
+    """The offline model, but each call waits until the test opens the gate."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.calls = 0
+        self.cancelled = 0
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.calls += 1
+        try:
+            await self.gate.wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        return await super().complete(request)
+
+
+@pytest.fixture
+async def gated_agent(env: WorkflowEnvironment, workspace: Path) -> AsyncIterator[tuple[Agent, GatedModel]]:
+    """A worker whose model calls hang until the test sets `model.gate`: a turn caught mid-thought."""
+    model = GatedModel()
+    async for running in running_agent(env.client, workspace, model):
+        yield running, model
 
 
 @pytest.hookimpl(trylast=True)

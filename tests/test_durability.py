@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import uuid
 from pathlib import Path
 
@@ -10,7 +9,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.offline_model import OfflineModel
 from activities.tools.bookings import all_bookings
-from devserver import FAST_SQLITE, temporal_binary
+from devserver import FAST_SQLITE, free_port, temporal_binary
 from settings import DATA_CONVERTER
 from tests.conftest import Agent, assert_well_formed, pending_items, pending_of_kind, settled
 from worker import build_worker
@@ -74,8 +73,3 @@ async def test_a_paused_session_survives_a_server_restart_on_its_sqlite_file(tmp
     assert status["last_answer"] == "Deleted notes.txt."
     assert not (workspace / "notes.txt").exists()
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import AsyncIterator
 
-import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from activities.notify import read_notifications
-from tests.conftest import Agent, assert_well_formed, eventually, pending_items, query, running_agent, settled
-from tests.test_recovery import GatedModel
+from tests.conftest import Agent, GatedModel, assert_well_formed, eventually, pending_items, query, settled
 
 
 async def test_a_pause_notifies_reminds_escalates_and_finally_times_out(
@@ -74,15 +71,8 @@ async def test_an_unreviewed_result_is_withheld_after_the_timeout(skipping_agent
     assert_well_formed(transcript)
 
 
-@pytest.fixture
-async def gated(env: WorkflowEnvironment, workspace: Path) -> AsyncIterator[tuple[Agent, GatedModel]]:
-    model = GatedModel()
-    async for running in running_agent(env.client, workspace, model):
-        yield running, model
-
-
-async def test_an_interrupting_message_cancels_the_model_call_and_replans(gated: tuple[Agent, GatedModel]) -> None:
-    agent, model = gated
+async def test_an_interrupting_message_cancels_the_model_call_and_replans(gated_agent: tuple[Agent, GatedModel]) -> None:
+    agent, model = gated_agent
     session = await agent.start("search for milk")
     await eventually(lambda: asyncio.sleep(0, model.calls), lambda calls: calls == 1)
 
@@ -103,8 +93,8 @@ async def test_an_interrupting_message_cancels_the_model_call_and_replans(gated:
     assert (await query(session, "status"))["turn"] == 1
 
 
-async def test_without_interrupt_a_message_waits_for_the_step_boundary(gated: tuple[Agent, GatedModel]) -> None:
-    agent, model = gated
+async def test_without_interrupt_a_message_waits_for_the_step_boundary(gated_agent: tuple[Agent, GatedModel]) -> None:
+    agent, model = gated_agent
     session = await agent.start("search for milk")
     await eventually(lambda: asyncio.sleep(0, model.calls), lambda calls: calls == 1)
     receipt = await session.execute_update("user_message_update", {"text": "then delete notes.txt"})

@@ -16,7 +16,6 @@ import asyncio
 import os
 import random
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateR
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from devserver import connect_when_ready, start_dev_server, stop_dev_server
+from devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 from workflows.agent import AgentWorkflow
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,12 +38,6 @@ SESSIONS = int(os.environ.get("HITL_FAULT_SESSIONS", "12"))
 SCENARIOS = ("book", "delete", "email", "reject")
 DECISIONS_PER_SCENARIO = {"book": 2, "delete": 1, "email": 1, "reject": 1}
 RPC = timedelta(seconds=5)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass

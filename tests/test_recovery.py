@@ -3,43 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
-from typing import AsyncIterator
 
 import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import CancelledError
-from temporalio.testing import WorkflowEnvironment
 
-from activities.offline_model import OfflineModel
-from tests.conftest import Agent, assert_well_formed, eventually, pending_items, running_agent, settled
-from workflows.conversation import ModelReply
-from workflows.requests import ModelRequest
-
-
-class GatedModel(OfflineModel):
-    """The offline model, but each call waits until the test opens the gate."""
-
-    def __init__(self) -> None:
-        self.gate = asyncio.Event()
-        self.calls = 0
-        self.cancelled = 0
-
-    async def complete(self, request: ModelRequest) -> ModelReply:
-        self.calls += 1
-        try:
-            await self.gate.wait()
-        except asyncio.CancelledError:
-            self.cancelled += 1
-            raise
-        return await super().complete(request)
-
-
-@pytest.fixture
-async def gated_agent(env: WorkflowEnvironment, workspace: Path) -> AsyncIterator[tuple[Agent, GatedModel]]:
-    model = GatedModel()
-    async for running in running_agent(env.client, workspace, model):
-        yield running, model
+from tests.conftest import Agent, GatedModel, assert_well_formed, eventually, pending_items, settled
 
 
 async def test_a_message_while_a_call_is_pending_settles_it_first(agent: Agent) -> None:
