@@ -4,5 +4,5 @@
 # Run it again after Ctrl-C to reattach to the same session.
 set -euo pipefail
 cd "$(dirname "$0")"
-source ./scripts/venv.sh
+./scripts/venv.sh
 exec .venv/bin/python starter.py demo "$@"

@@ -3,5 +3,5 @@
 # dev server that the tests start from the installed `temporal` binary.
 set -euo pipefail
 cd "$(dirname "$0")"
-source ./scripts/venv.sh test
+./scripts/venv.sh test
 exec .venv/bin/python -m pytest "$@"

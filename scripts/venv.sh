@@ -1,6 +1,10 @@
-# Sourced by demo.sh and test.sh: make .venv and install the project into it,
+#!/usr/bin/env bash
+# Run by demo.sh and test.sh: make .venv and install the project into it,
 # again only when pyproject.toml has changed since the last install.
-# Usage: source scripts/venv.sh [extra]   (extra: an optional-dependency group)
+# Usage: scripts/venv.sh [extra]   (extra: an optional-dependency group, e.g. test)
+# It is run, not sourced, so the caller's own arguments can never reach it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
 extra="${1:-}"
 spec="."
 [ -n "$extra" ] && spec=".[$extra]"
@@ -17,5 +21,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     echo "installation failed; the log above is also in .venv/install.log" >&2
     exit 1
   fi
-  touch "$stamp"
+  # An install with an extra installs the project itself too.
+  touch "$stamp" .venv/.installed
 fi
