@@ -182,17 +182,19 @@ async def openai_agent(env: WorkflowEnvironment, workspace: Path) -> AsyncIterat
 
 
 class GatedModel(OfflineModel):
-    """The offline model, but each call waits until the test opens the gate."""
+    """The offline model, but each call after the first `free_calls` waits until the test opens the gate."""
 
-    def __init__(self) -> None:
+    def __init__(self, free_calls: int = 0) -> None:
         self.gate = asyncio.Event()
+        self.free_calls = free_calls
         self.calls = 0
         self.cancelled = 0
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         self.calls += 1
         try:
-            await self.gate.wait()
+            if self.calls > self.free_calls:
+                await self.gate.wait()
         except asyncio.CancelledError:
             self.cancelled += 1
             raise
