@@ -110,6 +110,8 @@ def delete_file(path: str, context: ToolContext) -> str:
             if has_receipt(context.workspace, context.session_id, context.call_id):
                 return f"Deleted {path}."
             raise ToolError(f"there is no file {path!r} in the workspace") from None
+        except OSError as error:
+            raise ToolError(f"cannot reach {path!r}: {error.strerror}") from None
         if stat.S_ISDIR(status.st_mode):
             raise ToolError(f"{path!r} is not a file but a folder; delete_file deletes files only")
         if not (stat.S_ISREG(status.st_mode) or stat.S_ISLNK(status.st_mode)):
@@ -127,6 +129,8 @@ def delete_file(path: str, context: ToolContext) -> str:
             pass  # removed by someone else since the check: the file is gone either way
         except IsADirectoryError:
             raise ToolError(f"{path!r} became a folder; delete_file deletes files only") from None
+        except PermissionError as error:
+            raise ToolError(f"cannot delete {path!r}: {error.strerror}") from None
     if stat.S_ISLNK(status.st_mode):
         return f"Deleted the link {path} (what it pointed to is untouched)."
     return f"Deleted {path}."

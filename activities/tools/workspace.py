@@ -39,11 +39,13 @@ OUTBOX = "outbox"
 DRAFTS = "drafts"
 # The product's own files at the top of the workspace: no tool may delete,
 # read or write them, whatever arguments a model proposes or a person types.
-RESERVED_FILES = frozenset(
-    {BOOKINGS_DB, *(f"{BOOKINGS_DB}{suffix}" for suffix in ("-journal", "-wal", "-shm")), NOTIFICATIONS}
-)
-RESERVED_FOLDERS = frozenset({STATE_FOLDER, OUTBOX, DRAFTS})
 SQLITE_SIDECARS = ("-journal", "-wal", "-shm")
+RESERVED_FILES = frozenset({BOOKINGS_DB, *(BOOKINGS_DB + sidecar for sidecar in SQLITE_SIDECARS), NOTIFICATIONS})
+RESERVED_FOLDERS = frozenset({STATE_FOLDER, OUTBOX, DRAFTS})
+_RESERVED_FOLDED = frozenset(name.casefold() for name in RESERVED_FILES | RESERVED_FOLDERS)
+
+MAX_PATH_BYTES = 4096  # PATH_MAX on Linux; longer paths are refused before they are echoed anywhere
+MAX_NAME_BYTES = 255
 
 Identity = tuple[int, int]  # (st_dev, st_ino): the file itself, whatever name reaches it
 
@@ -52,6 +54,12 @@ def path_parts(relative: str) -> list[str]:
     """The components of a path inside the workspace, or a ToolError saying why not."""
     if not isinstance(relative, str) or not relative.strip():
         raise ToolError("an empty path names no file")
+    try:
+        size = len(relative.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ToolError("the path is not valid Unicode text") from None
+    if size > MAX_PATH_BYTES:
+        raise ToolError(f"the path is longer than {MAX_PATH_BYTES} bytes")
     if "\x00" in relative:
         raise ToolError("a path cannot contain a NUL character")
     candidate = PurePosixPath(relative)
@@ -62,13 +70,14 @@ def path_parts(relative: str) -> list[str]:
         raise ToolError(f"{relative!r} leaves the workspace ('..' is not allowed)")
     if not parts:
         raise ToolError(f"{relative!r} names the workspace itself, not a file in it")
+    if any(len(part.encode("utf-8")) > MAX_NAME_BYTES for part in parts):
+        raise ToolError(f"a name in {relative!r} is longer than {MAX_NAME_BYTES} bytes")
     return parts
 
 
 def is_reserved_name(parts: list[str]) -> bool:
     """A path whose first component is one of the product's own (any case: some file systems ignore it)."""
-    first = parts[0].casefold()
-    return first in {name.casefold() for name in RESERVED_FILES | RESERVED_FOLDERS}
+    return parts[0].casefold() in _RESERVED_FOLDED
 
 
 class Workspace:
