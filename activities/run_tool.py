@@ -36,7 +36,8 @@ class ToolActivities:
             async with heartbeating():
                 return await self._run(invocation)
         except ToolError as error:
-            raise ApplicationError(str(error), type="ToolError", non_retryable=True) from None
+            # Bounded like a result: the model reads it, and history stores it.
+            raise ApplicationError(within_limit(str(error)), type="ToolError", non_retryable=True) from None
         except Exception as error:  # noqa: BLE001 (counted: the workflow's policy has no attempt limit)
             # `from None`: on early attempts this re-raises `error` itself, and
             # `raise error from error` would make it its own cause, a loop the

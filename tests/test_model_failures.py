@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -25,11 +26,13 @@ from activities.openai_backend import (
     OVERSIZED_ARGUMENTS,
     OpenAIBackend,
 )
-from activities.run_tool import MAX_RESULT_BYTES, within_limit
+from activities.run_tool import MAX_RESULT_BYTES, ToolActivities, within_limit
+from activities.tools import ToolError, ToolSpec
+from activities.tools.catalog import ToolCatalog
 from tests.conftest import SECRET_KEY, Agent, eventually, query, settled
 from tests.fake_openai import FakeOpenAI, Reply, completion, echoing_authorization, malformed, text, tool_calls
 from workflows.conversation import ChatMessage, ModelReply
-from workflows.requests import ModelRequest
+from workflows.requests import ModelRequest, ToolInvocation
 
 MALFORMED: dict[str, Reply] = {
     "a JSON list": malformed([{"choices": []}]),
@@ -169,3 +172,18 @@ def test_a_tool_result_is_bounded_in_bytes_on_a_character_boundary() -> None:
     assert len(result.encode()) <= MAX_RESULT_BYTES
     assert result.startswith("中" * 21_000) and result.endswith("more bytes cut]")
     assert within_limit("short") == "short"
+
+
+async def test_a_tool_refusal_is_bounded_like_a_result(workspace: Any) -> None:
+    class NoArguments(BaseModel):
+        pass
+
+    def refuse_at_length() -> str:
+        raise ToolError("no! " * 100_000)
+
+    catalog = ToolCatalog()
+    catalog.add(ToolSpec(name="verbose", description="refuses at length", arguments=NoArguments, function=refuse_at_length))
+    invocation = ToolInvocation(session_id="s1", call_id="c1", tool="verbose", args={})
+    with pytest.raises(ApplicationError) as refusal:
+        await ActivityEnvironment().run(ToolActivities(workspace, catalog).run_tool, invocation)
+    assert refusal.value.type == "ToolError" and len(refusal.value.message.encode()) <= MAX_RESULT_BYTES
