@@ -1,62 +1,252 @@
-"""The README's `temporal` commands work as printed, in the order printed.
+"""Every command the README prints works as printed, and prints what the README says.
 
-Each ```bash block of the "Human in the loop, in depth" section is run against
-a worker on the default task queue, with TEMPORAL_ADDRESS pointing at the test
-server (the CLI reads it). A command followed by a `#   refused:` line must fail
-with that reason; before a decision, the block waits for the session to pause.
+- The "Human in the loop, in depth" blocks run in order against a worker on the
+  default task queue (TEMPORAL_ADDRESS points the CLI at the test server). A
+  command followed by a `#   refused:` line must fail with that reason.
+- The "Against any Temporal server" and "the `temporal` CLI alone" blocks run as
+  a story on one session, s1: each command is run exactly as printed, in a copy
+  of this checkout, by bash with the project's venv first on PATH, and its
+  output is checked; between commands the test puts s1 in the state the
+  command is about (a fresh s1 with call_1 pending, a question waiting, ...).
+- `./demo.sh --session other` runs on a pseudo-terminal, in a private network
+  namespace where one is available (the demo's dev server takes the README's
+  ports 7233 and 8233), from a copy whose .venv refuses to install anything.
+- The worker lines for a local OpenAI-compatible server and for your own tools
+  start, say what they loaded, and stop on SIGTERM.
+
+`test_every_printed_command_is_run_or_excused` keeps this list honest: a command
+added to the README fails it until a test runs it or NOT_RUN says why not.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import pty
 import re
+import select
 import shlex
+import shutil
+import signal
 import subprocess
+import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import AsyncIterator
+from typing import Any, AsyncIterator, Iterator
 
 import pytest
+from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.offline_model import OfflineModel
 from console.demo import seed_workspace
-from devserver import temporal_binary
-from tests.conftest import eventually, query, record_if_asked
+from devserver import is_listening, temporal_binary
+from tests.conftest import eventually, pending_items, query, record_if_asked, settled
 from worker import build_worker
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+VENV_BIN = Path(sys.executable).parent
+DEMO_COMMAND = "./demo.sh --session other"
+LOCAL_MODEL_WORKER = "OPENAI_API_KEY=none OPENAI_BASE_URL=http://localhost:11434/v1 HITL_MODEL=qwen2.5:3b python worker.py"
+OWN_TOOLS_WORKER = "HITL_TOOL_MODULES=my_tools python worker.py"
+STORY_SECTIONS = ("## Against any Temporal server", "## Driving a session with the `temporal` CLI alone")
+IN_DEPTH = ("## Human in the loop, in depth", "## Built-in tools")
+NOT_RUN = {
+    "./test.sh": "it runs this very suite: a test cannot run the suite it is part of",
+    "./test.sh -k approve -x": "it runs this very suite (a part of it): same reason",
+    "HITL_RECORD_HISTORIES=tests/histories ./test.sh": "it runs this very suite and rewrites the replay corpus",
+    "HITL_FAULT_SESSIONS=60 ./test.sh -s tests/test_fault_drill.py": "the fault drill itself runs in the suite, at 12 sessions",
+    "python -m bench.load --sessions 10000": "minutes long; tests/test_load.py runs the same code with 1,000 sessions",
+    "python -m bench.compare --sessions 30": "a benchmark of several minutes; it reports numbers, it checks nothing",
+    "docker compose up --build": "these machines have no Docker engine",
+    "python starter.py chat": "the Docker section's chat; the same command with --session runs in the story",
+    "tail -f workspace/notifications.jsonl": "follows a file for ever; the escalation tests read the same notifications",
+    "./demo.sh": "the same script as ./demo.sh --session other, which runs; `demo` is only the default session id",
+    "temporal workflow cancel": "named in prose; test_recovery.py cancels a session through Temporal",
+}
 
 
-def blocks() -> list[list[tuple[str, str | None]]]:
-    """(command, expected refusal) pairs of each bash block in the in-depth section."""
+# ------------------------------------------------------------------ the README's text
+
+def section(start: str, end: str | None = None) -> str:
     text = README.read_text()
-    section = text[text.index("## Human in the loop, in depth") : text.index("## Built-in tools")]
-    found = []
-    for block in re.findall(r"```bash\n(.*?)```", section, re.S):
-        lines = [line.strip() for line in block.replace("\\\n", " ").splitlines() if line.strip()]
-        commands: list[tuple[str, str | None]] = []
+    begin = text.index(start)
+    finish = text.index(end, begin) if end else text.find("\n## ", begin + len(start))
+    return text[begin : finish if finish > 0 else len(text)]
+
+
+def command_lines(block: str) -> list[str]:
+    """The commands of a code block as printed: continuation lines joined, comment lines dropped."""
+    return [command for command, _ in annotated_commands(block)]
+
+
+def annotated_commands(block: str) -> list[tuple[str, list[str]]]:
+    """Each command with the `#   ` lines printed under it (`#   refused: ...`, `#   {"outcome": ...}`)."""
+    found: list[tuple[str, list[str]]] = []
+    pending = ""
+    for line in (line.strip() for line in block.replace("\\\n", " ").splitlines()):
+        if not line:
+            continue
+        if line.startswith("#") and not pending:
+            if found and line.startswith("#   ") and line[4:].startswith(("refused:", "{")):
+                found[-1][1].append(line[4:])
+            continue
+        pending = f"{pending} {line}" if pending else line
+        try:
+            shlex.split(pending, comments=True)
+        except ValueError:  # a quoted argument goes on to the next line
+            continue
+        found.append((pending, []))
         pending = ""
-        for line in lines:
-            if pending:
-                pending += " " + line
-            elif line.startswith("temporal "):
-                pending = line
-            elif line.startswith("#   refused:") and commands:
-                commands[-1] = (commands[-1][0], line.split("refused:", 1)[1].strip())
-                continue
-            else:
-                continue
-            try:
-                shlex.split(pending, comments=True)
-            except ValueError:  # a quoted argument goes on to the next line
-                continue
-            commands.append((pending, None))
-            pending = ""
-        found.append(commands)
     return found
 
+
+def comment_of(command: str) -> str:
+    """A command's trailing comment: what follows the first ` #` outside quotes."""
+    for match in re.finditer(r"\s#", command):
+        try:
+            shlex.split(command[: match.start()])
+        except ValueError:
+            continue
+        return command[match.end() :]
+    return ""
+
+
+def normalised(command: str) -> str:
+    return shlex.join(shlex.split(command, comments=True))
+
+
+def bash_blocks(text: str) -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", text, re.S)
+
+
+def blocks() -> list[list[tuple[str, list[str]]]]:
+    """The `temporal` commands of each bash block in the in-depth section, with the lines printed under them."""
+    found = []
+    for block in bash_blocks(section(*IN_DEPTH)):
+        commands = [(c, notes) for c, notes in annotated_commands(block) if c.startswith("temporal ")]
+        if commands:
+            found.append(commands)
+    return found
+
+
+def printed_commands() -> list[str]:
+    """Every command the README prints: in bash blocks, and in inline code that starts like a command."""
+    text = README.read_text()
+    commands = [c for block in bash_blocks(text) for c in command_lines(block)]
+    commands += re.findall(r"`((?:\./\S+\.sh|python |temporal |docker |[A-Z_]+=\S+\s)[^`]*)`", text)
+    return list(dict.fromkeys(normalised(c) for c in commands))
+
+
+# ------------------------------------------------------------------ running them
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """A copy of this checkout as a clone would have it (tracked and new files; no corpus, no state)."""
+    copy = tmp_path / "checkout"
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        if name.startswith("tests/histories/") or not (ROOT / name).is_file():
+            continue
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, copy / name)
+    return copy
+
+
+def shell_env(address: str | None) -> dict[str, str]:
+    """A user's shell: the project's venv first on PATH, none of this test run's settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "HITL_", "OPENAI_", "PYTEST_"))}
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
+    if address:
+        env["TEMPORAL_ADDRESS"] = address
+    return env
+
+
+class Printed:
+    """The commands of one README block, run one after the other, exactly as printed."""
+
+    def __init__(self, heading: str, cwd: Path, address: str) -> None:
+        [block] = bash_blocks(section(heading))
+        self.heading = heading
+        self.commands = command_lines(block)
+        self.done = 0
+        self.cwd = cwd
+        self.env = shell_env(address)
+
+    def take(self, expected: str) -> str:
+        assert self.done < len(self.commands), f"{self.heading}: the test runs {expected!r}, the README no longer prints it"
+        command = self.commands[self.done]
+        assert command.startswith(expected), (
+            f"{self.heading}: the README prints {command!r} where the test expects {expected!r}; update the story")
+        self.done += 1
+        return command
+
+    async def run(self, expected: str, status: int = 0) -> str:
+        command = self.take(expected)
+        completed = await asyncio.to_thread(
+            subprocess.run, ["bash", "-c", command], cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=90,
+        )
+        output = completed.stdout + completed.stderr
+        assert completed.returncode == status, (command, completed.returncode, output)
+        return output
+
+    def start(self, expected: str) -> Background:
+        return Background(self.take(expected), self.cwd, self.env)
+
+    def all_run(self) -> None:
+        assert self.done == len(self.commands), f"{self.heading}: not run: {self.commands[self.done:]}"
+
+
+class Background:
+    """A long-running printed command (a worker), its output collected in a file.
+
+    bash runs a lone command in its own process (no fork), so SIGTERM reaches the command itself."""
+
+    def __init__(self, command: str, cwd: Path, env: dict[str, str]) -> None:
+        self.log = cwd / f"background-{time.monotonic_ns()}.log"
+        self.process = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=self.log.open("wb"), stderr=subprocess.STDOUT)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    async def says(self, text: str, timeout: float = 60) -> str:
+        return await eventually(lambda: asyncio.sleep(0, self.output()), lambda out: text in out, timeout)
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+
+async def fresh_session(client: Client, session_id: str, message: str | None = None) -> WorkflowHandle[Any, Any]:
+    """End whatever session has this id, and start it again with `message` (as another person would)."""
+    handle = client.get_workflow_handle(session_id)
+    try:
+        await handle.terminate("the README story starts it afresh")
+    except RPCError:
+        pass  # not running
+    if message is None:
+        return handle
+    return await client.start_workflow("AgentWorkflow", {"message": message}, id=session_id, task_queue="hitl-agent")
+
+
+async def pending_kind(handle: WorkflowHandle[Any, Any], kind: str) -> dict[str, Any]:
+    [item] = await eventually(lambda: query(handle, "pending"), lambda items: len(items) == 1 and items[0]["kind"] == kind)
+    return item
+
+
+# ------------------------------------------------------------------ the in-depth blocks
 
 @pytest.fixture
 async def default_queue_worker(env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Path]:
@@ -72,16 +262,330 @@ async def default_queue_worker(env: WorkflowEnvironment, tmp_path: Path, monkeyp
 @pytest.mark.parametrize("commands", blocks(), ids=lambda c: c[0][0].split("--workflow-id ")[1].split()[0])
 async def test_readme_block_works_as_printed(env: WorkflowEnvironment, default_queue_worker: Path, commands) -> None:
     environ = {**os.environ, "TEMPORAL_ADDRESS": env.client.service_client.config.target_host}
-    for command, refusal in commands:
+    for command, notes in commands:
         argv = shlex.split(command, comments=True)
         workflow_id = argv[argv.index("--workflow-id") + 1]
-        if "start" not in argv[:3] and ("signal" in argv or "update" in argv):
+        if "start" not in argv[:3]:  # a person reads or decides once the session has paused or answered
             handle = env.client.get_workflow_handle(workflow_id)
             await eventually(lambda: query(handle, "status"), lambda s: s["state"] in ("awaiting_human", "idle"))
         argv[0] = temporal_binary()
         completed = await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, env=environ, timeout=60)
         output = completed.stdout + completed.stderr
+        refusal = next((note.split("refused:", 1)[1].strip() for note in notes if note.startswith("refused:")), None)
         if refusal:
             assert completed.returncode != 0 and refusal in output, (command, output)
         else:
             assert completed.returncode == 0, (command, output)
+        for expected in promised_by(command, notes):
+            assert expected in output, (command, expected, output)
+
+
+def promised_by(command: str, notes: list[str]) -> list[str]:
+    """What the README says a command prints: the strings its comment quotes (`# kind "review", with
+    "result"`, "..." marking an elision) and each `"key": value` of a JSON line printed under it."""
+    promised = [quoted.replace(" ...", "").strip() for quoted in re.findall(r'"([^"]+)"', comment_of(command))]
+    for note in notes:
+        if note.startswith("{"):
+            promised += [f"{key}:{as_the_cli_prints(value)}" for key, value in json.loads(note).items()]
+    return promised
+
+
+def as_the_cli_prints(value: Any) -> str:
+    """A JSON value as the `temporal` CLI's text output shows it inside an Update's result (Go's map form)."""
+    if isinstance(value, list):
+        return "[" + " ".join(as_the_cli_prints(item) for item in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+# ------------------------------------------------------------------ the stories on s1
+
+async def test_the_starter_commands_work_as_printed(env: WorkflowEnvironment, checkout: Path) -> None:
+    client = env.client
+    seed_workspace(checkout / "workspace")
+    s1 = await fresh_session(client, "s1")
+    printed = Printed(STORY_SECTIONS[0], checkout, client.service_client.config.target_host)
+    worker = printed.start("python worker.py")
+    try:
+        await worker.says("worker: model: the built-in offline model")
+        await story_with_starter(printed, client, s1, checkout / "workspace")
+    finally:
+        await fresh_session(client, "s1")
+        assert worker.stop() == 0, worker.output()
+    assert "worker: shutting down" in worker.output()
+    printed.all_run()
+
+
+async def story_with_starter(printed: Printed, client: Client, s1: WorkflowHandle[Any, Any], workspace: Path) -> None:
+    out = await printed.run('python starter.py start "please delete notes.txt" --session s1')
+    assert out.strip() == "started session s1"
+    [item] = await pending_items(s1)
+    out = await printed.run("python starter.py pending s1")
+    assert item["call_id"] in out and "delete_file" in out and "notes.txt" in out, out
+    out = await printed.run("python starter.py approve s1 ")
+    assert "accepted=True" in out and "outcome=approved" in out, out
+    assert (await settled(s1))["last_answer"] == "Deleted notes.txt."
+
+    # A fresh s1 whose first call, call_1, waits: approve it with edited arguments.
+    (workspace / "notes.txt").write_text("keep me\n")
+    (workspace / "old.txt").write_text("delete me\n")
+    s1 = await fresh_session(client, "s1", "please delete notes.txt")
+    assert (await pending_kind(s1, "approval"))["call_id"] == "call_1"
+    out = await printed.run("python starter.py approve s1 --call call_1 --args")
+    assert "outcome=edited" in out, out
+    await settled(s1)
+    assert (workspace / "notes.txt").exists() and not (workspace / "old.txt").exists()
+
+    await s1.signal("user_message", {"text": "please delete notes.txt"})
+    await pending_kind(s1, "approval")
+    out = await printed.run("python starter.py reject s1 --reason")
+    assert "outcome=rejected" in out, out
+    answer = (await settled(s1))["last_answer"]
+    assert "Rejected by ana; the tool did not run. Reason: keep it" in answer and (workspace / "notes.txt").exists()
+
+    await s1.signal("user_message", {"text": "book me a flight to Beijing"})
+    assert (await pending_kind(s1, "question"))["question"] == "Which city are you departing from?"
+    out = await printed.run("python starter.py answer s1 Shanghai")
+    assert "outcome=answered" in out, out
+    await eventually(lambda: query(s1, "pending"), lambda items: bool(items) and "date" in items[0].get("question", ""))
+    out = await printed.run('python starter.py send s1 "actually, search for invoices"')
+    assert "accepted=True" in out, out
+    status = await eventually(lambda: query(s1, "status"), lambda s: s["state"] == "idle" and "invoices" in s["last_answer"])
+    out = await printed.run("python starter.py status s1")
+    assert "state: idle" in out and f"last answer: {status['last_answer']}" in out, out
+    out = await printed.run('python starter.py cancel s1 --reason "wrong session"')
+    assert "outcome=cancelled" in out or "accepted=True" in out, out
+    assert (await s1.result())["reason"] == "cancelled: wrong session"
+
+    # The chat attaches to a waiting s1 and leaves it waiting when its input ends.
+    s1 = await fresh_session(client, "s1", "please delete notes.txt")
+    await pending_kind(s1, "approval")
+    out = await printed.run("python starter.py chat --session s1")
+    assert "(reattached to session s1)" in out and '⚠ delete_file(path="notes.txt") needs approval' in out, out
+    assert "(left session s1;" in out, out
+    out = await printed.run("python starter.py --json pending s1")
+    [shown] = json.loads(out)
+    assert (shown["kind"], shown["tool"], shown["args"]) == ("approval", "delete_file", {"path": "notes.txt"})
+
+
+async def test_the_temporal_cli_alone_works_as_printed(
+    env: WorkflowEnvironment, default_queue_worker: Path, tmp_path: Path
+) -> None:
+    client, workspace = env.client, default_queue_worker
+    s1 = await fresh_session(client, "s1")
+    printed = Printed(STORY_SECTIONS[1], tmp_path, client.service_client.config.target_host)
+    try:
+        out = await printed.run("temporal workflow start --type AgentWorkflow")
+        assert "WorkflowId" in out and "s1" in out, out
+        await pending_kind(s1, "approval")
+        out = await printed.run("temporal workflow query --workflow-id s1 --name pending")
+        assert '"tool": "delete_file"' in out or "delete_file" in out, out
+        await printed.run("temporal workflow signal --workflow-id s1 --name approve")
+        assert (await settled(s1))["last_answer"] == "Deleted notes.txt."
+
+        (workspace / "notes.txt").write_text("keep me\n")
+        s1 = await fresh_session(client, "s1", "please delete notes.txt")
+        await pending_kind(s1, "approval")
+        await printed.run("temporal workflow signal --workflow-id s1 --name reject")
+        assert "Reason: keep it" in (await settled(s1))["last_answer"] and (workspace / "notes.txt").exists()
+
+        await s1.signal("user_message", {"text": "book me a flight to Beijing"})
+        await pending_kind(s1, "question")
+        await printed.run("temporal workflow signal --workflow-id s1 --name answer")
+        await eventually(lambda: query(s1, "pending"), lambda items: bool(items) and "date" in items[0].get("question", ""))
+        await printed.run("temporal workflow signal --workflow-id s1 --name user_message")
+        await eventually(lambda: query(s1, "status"), lambda s: s["state"] == "idle" and "invoices" in s["last_answer"])
+        out = await printed.run("temporal workflow query --workflow-id s1 --name status")
+        assert '"idle"' in out and "invoices" in out, out
+        out = await printed.run("temporal workflow query --workflow-id s1 --name transcript")
+        assert "search for invoices" in out and "Shanghai" in out, out
+
+        s1 = await fresh_session(client, "s1", "please delete notes.txt")
+        assert (await pending_kind(s1, "approval"))["call_id"] == "call_1"
+        out = await printed.run("temporal workflow update execute --workflow-id s1 --name approve_update")
+        assert "approved" in out, out
+        await settled(s1)
+        await printed.run("temporal workflow signal --workflow-id s1 --name cancel")
+        assert (await s1.result())["reason"] == "cancelled: done"
+    finally:
+        await fresh_session(client, "s1")
+    printed.all_run()
+
+
+# ------------------------------------------------------------------ workers with settings
+
+@pytest.mark.parametrize("command, says", [
+    (LOCAL_MODEL_WORKER, "worker: model: "),
+    (OWN_TOOLS_WORKER, "extra tools from ['my_tools']"),
+])
+async def test_a_worker_line_starts_as_printed(env: WorkflowEnvironment, checkout: Path, command: str, says: str) -> None:
+    assert command in README.read_text()
+    my_tools = re.search(r"```python\n# my_tools\.py\n(.*?)```", README.read_text(), re.S)
+    assert my_tools, "the README's my_tools.py example"
+    (checkout / "my_tools.py").write_text(my_tools.group(1))
+    worker = Background(command, checkout, shell_env(env.client.service_client.config.target_host))
+    try:
+        banner = await worker.says(says)
+    finally:
+        assert worker.stop() == 0, worker.output()
+    if command == LOCAL_MODEL_WORKER:
+        assert "qwen2.5:3b" in banner and "http://localhost:11434/v1" in banner, banner
+        assert "offline" not in banner.split("worker: model:")[1].splitlines()[0]
+    else:
+        assert "worker: model: the built-in offline model" in banner
+
+
+# ------------------------------------------------------------------ the demo
+
+def private_network() -> list[str] | None:
+    """A command prefix giving the demo its own loopback (so 7233/8233 are free), if this system allows it."""
+    unshare, ip = shutil.which("unshare"), shutil.which("ip") or "/usr/sbin/ip"
+    if unshare and Path(ip).exists():
+        prefix = [unshare, "-rn", "sh", "-c", f'{ip} link set lo up && exec "$@"', "sh"]
+        if subprocess.run([*prefix, "true"], capture_output=True).returncode == 0:
+            return prefix
+    return None
+
+
+def venv_that_refuses_installs(copy: Path) -> None:
+    """The copy's .venv: the real interpreter, marked installed; an attempt to pip install fails loudly.
+
+    demo.sh would otherwise install into the real venv from the copy (or, with
+    the old bug, try to install an extra named after the demo's arguments)."""
+    bin_folder = copy / ".venv" / "bin"
+    bin_folder.mkdir(parents=True)
+    python = bin_folder / "python"
+    python.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then echo "TEST VENV: refused: pip $*" >&2; exit 97; fi\n'
+        f'exec "{sys.executable}" "$@"\n'
+    )
+    python.chmod(0o755)
+    (copy / ".venv" / ".installed").touch()
+
+
+class Terminal:
+    """A command on a pseudo-terminal: read what it shows, type keys, as a person would."""
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: its own session, the pty as its controlling terminal
+            try:
+                os.chdir(cwd)
+                os.execvpe(argv[0], argv, env)
+            finally:
+                os._exit(127)
+        self.screen = ""
+        self.exited = False
+
+    def read_until(self, text: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while text not in self.screen:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"{text!r} never appeared; the terminal shows:\n{self.screen}"
+            if select.select([self.fd], [], [], min(remaining, 0.5))[0]:
+                try:
+                    chunk = os.read(self.fd, 65536)
+                except OSError:  # the other side closed
+                    chunk = b""
+                if not chunk:
+                    assert text in self.screen, f"{text!r} never appeared before the end:\n{self.screen}"
+                self.screen += chunk.decode(errors="replace")
+        return self.screen
+
+    def type(self, keys: str) -> None:
+        os.write(self.fd, keys.encode())
+
+    def kill(self) -> None:
+        """On a failure, leave nothing running: the demo, its worker and its dev server share our child's group."""
+        if self.exited:
+            return
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+    def exit_status(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                self.screen += os.read(self.fd, 65536).decode(errors="replace")
+            except OSError:
+                pass
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.exited = True
+                os.close(self.fd)
+                return os.waitstatus_to_exitcode(status)
+            time.sleep(0.1)
+        raise AssertionError(f"still running after {timeout}s:\n{self.screen}")
+
+
+def run_demo(checkout: Path, prefix: list[str], keys: Iterator[tuple[str, str]]) -> tuple[int, str]:
+    terminal = Terminal([*prefix, "bash", "-c", DEMO_COMMAND], checkout, {**shell_env(None), "TERM": "dumb"})
+    try:
+        for shown, typed in keys:
+            terminal.read_until(shown, timeout=90)
+            terminal.type(typed)
+        return terminal.exit_status(timeout=60), terminal.screen
+    finally:
+        terminal.kill()
+
+
+def test_the_demo_starts_chats_and_leaves_on_ctrl_c_and_ctrl_d(checkout: Path) -> None:
+    assert DEMO_COMMAND in README.read_text()
+    prefix = private_network()
+    if prefix is None:
+        prefix = []
+        busy = [port for port in (7233, 8233) if is_listening("127.0.0.1", port)]
+        if busy:
+            pytest.skip(f"no private network namespace here, and ports {busy} are taken (the demo needs them)")
+    venv_that_refuses_installs(checkout)
+
+    status, screen = run_demo(checkout, prefix, iter([
+        ("You: ", "please delete notes.txt\n"),
+        ('⚠ delete_file(path="notes.txt") needs approval', "\x03"),  # Ctrl-C while it waits
+    ]))
+    assert status == 130, screen  # 128 + SIGINT: the shell's convention for a program left with Ctrl-C
+    assert "TEST VENV: refused" not in screen and "Traceback" not in screen, screen
+    assert "(Temporal dev server on localhost:7233" in screen and "Web UI http://localhost:8233" in screen, screen
+    assert "(model: the built-in offline model" in screen and "(session other;" in screen, screen
+    assert "(left session other; it keeps its place" in screen, screen
+    assert not processes_in(checkout), "the demo stopped its dev server and worker"
+
+    status, screen = run_demo(checkout, prefix, iter([
+        ("(reattached to session other)", ""),
+        ('⚠ delete_file(path="notes.txt") needs approval', "\x04"),  # Ctrl-D at the prompt
+    ]))
+    assert status == 0 and "Traceback" not in screen, screen
+    assert "(left session other; it keeps its place" in screen, screen
+    assert (checkout / "workspace" / "notes.txt").exists(), "nothing was decided, so nothing was deleted"
+    assert (checkout / ".hitl" / "temporal.db").exists()
+    assert not processes_in(checkout), "the demo stopped its dev server and worker"
+
+
+def processes_in(folder: Path) -> list[str]:
+    """Command lines of the processes still running in `folder` (a dev server left behind, say)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if Path(os.readlink(entry / "cwd")).is_relative_to(folder):
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
+    return found
+
+
+# ------------------------------------------------------------------ the list itself
+
+def test_every_printed_command_is_run_or_excused() -> None:
+    run_elsewhere = {DEMO_COMMAND, LOCAL_MODEL_WORKER, OWN_TOOLS_WORKER}
+    stories = [c for heading in STORY_SECTIONS for block in bash_blocks(section(heading)) for c in command_lines(block)]
+    in_depth = [c for commands in blocks() for c, _ in commands]
+    run = {normalised(c) for c in [*stories, *in_depth, *run_elsewhere]}
+    unaccounted = [c for c in printed_commands() if c not in run and c not in NOT_RUN]
+    assert not unaccounted, f"README commands no test runs (run them, or say in NOT_RUN why not): {unaccounted}"
+    stale = [command for command in NOT_RUN if command not in printed_commands()]
+    assert not stale, f"NOT_RUN lists commands the README no longer prints: {stale}"
