@@ -52,6 +52,7 @@ TARGETS = ("model", "tool", "paused", "any")  # what the chaos aims its kills at
 RPC = timedelta(seconds=5)
 
 CallKey = tuple[str, str]  # (session id, call id)
+Attempt = tuple[str, str, str, int]  # (kind, session id, call id, attempt number)
 
 
 @dataclass
@@ -78,6 +79,7 @@ class Drill:
     server_kills: int = 0
     refused_while_down: int = 0
     paused: set[str] = field(default_factory=set)  # sessions a person is looking at, not yet decided
+    struck: set[Attempt] = field(default_factory=set)  # attempts a kill interrupted: not aimed at again
 
     @property
     def workspace(self) -> Path:
@@ -111,7 +113,8 @@ class Drill:
         process.send_signal(signal.SIGKILL)
         process.wait()
         doing = open_attempts(read_log(self.attempt_log), process.pid)
-        self.kills.append(Kill(process.pid, aimed_at, doing, len(self.paused)))
+        self.struck.update(doing)
+        self.kills.append(Kill(process.pid, aimed_at, sorted(doing.values()), len(self.paused)))
 
     def kill_server(self) -> None:
         assert self.server is not None
@@ -127,8 +130,12 @@ class Drill:
             if target == "paused" and self.paused:
                 break
             if target in ("model", "tool"):
+                # Aim at calls not struck before: each kill mid-activity costs that session a heartbeat timeout.
                 entries = read_log(self.attempt_log)
-                busy = [i for i, p in enumerate(self.workers) if any(d.startswith(target) for d in open_attempts(entries, p.pid))]
+                struck_calls = {(session, call) for _, session, call, _ in self.struck}
+                busy = [i for i, worker in enumerate(self.workers)
+                        if any(kind == target and (session, call) not in struck_calls
+                               for kind, session, call, _ in open_attempts(entries, worker.pid))]
                 if busy:
                     return self.rng.choice(busy)
             if target == "any":
@@ -158,9 +165,9 @@ class Drill:
             stop_dev_server(self.server)
 
 
-def open_attempts(entries: list[dict[str, Any]], pid: int) -> list[str]:
+def open_attempts(entries: list[dict[str, Any]], pid: int) -> dict[Attempt, str]:
     """What worker `pid` had started and not finished: "model", "tool <name> before its effect" or "... after"."""
-    running: dict[tuple[str, str, str, int], str] = {}
+    running: dict[Attempt, str] = {}
     for entry in entries:
         if entry["pid"] != pid:
             continue
@@ -171,7 +178,7 @@ def open_attempts(entries: list[dict[str, Any]], pid: int) -> list[str]:
             running[key] = f"tool {entry['tool']} after its effect"
         else:
             running.pop(key, None)
-    return sorted(running.values())
+    return running
 
 
 def effects_per_attempt(entries: list[dict[str, Any]], workspace: Path) -> dict[CallKey, list[tuple[int, int]]]:
