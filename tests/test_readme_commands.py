@@ -305,6 +305,7 @@ async def test_the_starter_commands_work_as_printed(env: WorkflowEnvironment, ch
     client = env.client
     seed_workspace(checkout / "workspace")
     s1 = await fresh_session(client, "s1")
+    since = datetime.now(timezone.utc)
     printed = Printed(STORY_SECTIONS[0], checkout, client.service_client.config.target_host)
     worker = printed.start("python worker.py")
     try:
@@ -312,6 +313,7 @@ async def test_the_starter_commands_work_as_printed(env: WorkflowEnvironment, ch
         await story_with_starter(printed, client, s1, checkout / "workspace")
     finally:
         await fresh_session(client, "s1")
+        await record_if_asked(client, "hitl-agent", since)
         assert worker.stop() == 0, worker.output()
     assert "worker: shutting down" in worker.output()
     printed.all_run()

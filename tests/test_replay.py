@@ -121,6 +121,8 @@ EXPECTED_SCENARIOS = {
     ],
     "test_readme_commands.py": [
         "test_readme_block_works_as_printed",
+        "test_the_starter_commands_work_as_printed",
+        "test_the_temporal_cli_alone_works_as_printed",
     ],
     "test_replay.py": [
         "test_a_session_run_just_now_replays",
