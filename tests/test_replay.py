@@ -163,7 +163,9 @@ def test_the_corpus_holds_every_expected_scenario_run_by_run() -> None:
             without_run_id.append(path.name)
     missing = [f"{module}::{test}" for module, tests in EXPECTED_SCENARIOS.items() for test in tests if test not in runs]
     assert not missing, f"{len(missing)} scenarios have no history in {CORPUS}:\n  " + "\n  ".join(missing) + f"\n{RERECORD}"
-    assert not without_run_id, f"recorded before file names carried the run id: {without_run_id[:5]}...; {RERECORD}"
+    assert not without_run_id, (
+        f"{len(without_run_id)} files were recorded before file names carried the run id (e.g. {without_run_id[0]}): "
+        f"delete them (`rm tests/histories/*.json`) and {RERECORD}")
     single_run = [s for s in CONTINUED_AS_NEW if max(runs[s].values()) < 2]
     assert not single_run, f"no session with its runs before and after continue-as-new in: {single_run}; {RERECORD}"
 
