@@ -144,7 +144,9 @@ async def skipping_agent(skipping_env: WorkflowEnvironment, workspace: Path) -> 
         yield running
 
 
-async def eventually(probe: Callable[[], Awaitable[T]], until: Callable[[T], bool], timeout: float = 30) -> T:
+async def eventually(
+    probe: Callable[[], Awaitable[T]], until: Callable[[T], bool], timeout: float = 30, every: float = 0.05
+) -> T:
     """Poll a query until what it returns satisfies `until`; fail with the last value.
 
     A query can fail for a moment after a worker restart (it is routed to the
@@ -162,7 +164,7 @@ async def eventually(probe: Callable[[], Awaitable[T]], until: Callable[[T], boo
                 return value
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"condition not met within {timeout}s; last value: {value!r}")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(every)
 
 
 def query(handle: WorkflowHandle[Any, Any], name: str) -> Awaitable[Any]:

@@ -397,10 +397,18 @@ class AgentWorkflow:
     # ------------------------------------------------------ continue-as-new
 
     def history_is_long(self) -> bool:
+        """Time to continue as new: past the session's event budget or HISTORY_BYTES_LIMIT.
+
+        Sessions that hand over anywhere follow their own budgets rather than
+        the server's early suggestion (about 4 MB): each hand-over carries the
+        model's recent view, so fewer, larger runs store less in all.
+        """
         info = workflow.info()
-        if info.is_continue_as_new_suggested() or info.get_current_history_length() >= self.config.continue_as_new_after_events:
+        if info.get_current_history_length() >= self.config.continue_as_new_after_events:
             return True
-        return self.hands_over_anywhere and info.get_current_history_size() >= HISTORY_BYTES_LIMIT
+        if self.hands_over_anywhere:
+            return info.get_current_history_size() >= HISTORY_BYTES_LIMIT
+        return info.is_continue_as_new_suggested()
 
     def should_hand_over(self) -> bool:
         """Wake a wait to hand over (only sessions that may hand over anywhere)."""

@@ -26,7 +26,8 @@ from workflows.planning import PlannedCall
 from workflows.rules import Grant
 from workflows.session import AuditEvent, UserMessage
 
-HISTORY_BYTES_LIMIT = 8_000_000  # continue as new well before Temporal's 50 MB
+HISTORY_BYTES_LIMIT = 12_000_000  # continue as new far before Temporal's 50 MB: one step adds at most ~2 MB
+CARRIED_MESSAGES_BYTES = 200_000  # the newest messages a new run starts with; the model's view grows back from there
 DECIDED_KEPT = 1_000  # settled call ids remembered for "already settled" refusals
 CALL_IDS_KEPT = 5_000  # call ids the model already used, to keep new ones unique
 IGNORED_SIGNALS_KEPT = 50
@@ -84,7 +85,7 @@ def shrink_to_fit(carried: CarriedState, conversation: Conversation) -> CarriedS
     room = CARRY_BUDGET_BYTES - fixed
     if room <= 0:
         return None
-    messages = conversation.tail(room * 3 // 4)
+    messages = conversation.tail(min(room * 3 // 4, CARRIED_MESSAGES_BYTES))
     shrunk = carried.model_copy(update={
         "messages": messages,
         "first_message_index": carried.first_message_index + len(conversation.messages) - len(messages),

@@ -23,7 +23,7 @@ MIN_REMINDER_SECONDS = 1.0
 MAX_RULE_ENTRIES = 100  # tools or people named in one rule list
 
 RECORDED_BYTES = 300  # how much of a refused value the audit keeps
-MODEL_WINDOW_BYTES = 600_000  # messages sent to the model per call: ~150k tokens, far under 2 MB
+MODEL_WINDOW_BYTES = 400_000  # messages sent to the model per call: ~100k tokens, under the 512 KB payload warning
 CARRY_BUDGET_BYTES = 1_500_000  # what a run hands the next one when it continues as new
 AUDIT_CARRIED = 200  # newest audit events carried; older ones stay readable in earlier runs
 
