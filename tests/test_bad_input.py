@@ -9,6 +9,7 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle
 
 from tests.conftest import Agent, eventually, pending_items, query, refused_update, settled
 from tests.fake_openai import FakeOpenAI, text, tool_calls
+from tests.session_health import assert_healthy, assert_no_failed_workflow_task
 
 
 
@@ -46,6 +47,7 @@ async def test_decisions_that_match_nothing_are_refused_and_change_nothing(agent
     assert "nothing is pending" in await refused_update(session, "reject_update", {})
     refused = [e for e in await query(session, "audit") if e["event"] == "refused"]
     assert len(refused) == 4 and refused[0]["call_id"] == "nope"
+    await assert_healthy(session)
 
 
 async def test_edited_args_are_validated_and_the_model_is_told(agent: Agent) -> None:
@@ -66,6 +68,7 @@ async def test_edited_args_are_validated_and_the_model_is_told(agent: Agent) -> 
     result = [m for m in await query(session, "transcript") if m["role"] == "tool"][-1]["content"]
     assert "A person (ana) edited the arguments" in result and '"other.txt"' in result
     assert result.endswith("Deleted other.txt.")
+    await assert_healthy(session)
 
 
 async def test_two_pending_calls_need_a_call_id(openai_agent: tuple[Agent, FakeOpenAI]) -> None:
@@ -84,6 +87,7 @@ async def test_two_pending_calls_need_a_call_id(openai_agent: tuple[Agent, FakeO
     await session.execute_update("reject_update", {"call_id": "b", "reason": "not y"})
     await settled(session)
     assert [p.name for p in (agent.workspace / "outbox").iterdir()] == [f"{session.id}--a.eml"]
+    await assert_healthy(session)
 
 
 async def test_answers_outside_the_choices_are_refused(openai_agent: tuple[Agent, FakeOpenAI]) -> None:
@@ -143,6 +147,7 @@ async def test_paths_that_leave_the_workspace_are_refused_to_the_model(openai_ag
     assert "leads outside the workspace" in results["c"]
     assert "there is no file 'missing.txt'" in results["d"]
     assert all(r.startswith("Error: delete_file failed") for r in results.values())
+    await assert_healthy(session)
 
 
 async def test_invalid_session_input_fails_the_start_clearly(agent: Agent) -> None:
@@ -153,3 +158,4 @@ async def test_invalid_session_input_fails_the_start_clearly(agent: Agent) -> No
         await session.result()
     message = failure.value.cause.message
     assert message.startswith("invalid session input") and "message" in message and "mesage" in message
+    await assert_no_failed_workflow_task(session)

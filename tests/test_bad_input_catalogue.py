@@ -1,7 +1,8 @@
 """Every entry of the bad-input catalogue (tests/bad_inputs.py), against a real server.
 
-Each check ends by confirming the session still works: nothing was lost, no
-workflow task failed, nothing is stuck.
+Each check ends by confirming the session still works: no workflow task failed
+in any of its runs, its queries answer, and a call that is pending (or the next
+one it asks for) can still be decided.
 """
 
 from __future__ import annotations
@@ -10,18 +11,35 @@ import asyncio
 import json
 import os
 import subprocess
+import uuid
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
+from temporalio.api.common.v1 import Payload, Payloads, WorkflowExecution
+from temporalio.api.workflowservice.v1 import SignalWorkflowExecutionRequest
+from temporalio.testing import WorkflowEnvironment
+
+from activities.offline_model import OfflineModel
 from tests import bad_inputs, example_tools  # noqa: F401  (example_tools registers huge_report)
-from tests.bad_inputs import AFTER_SETTLING, CLI_CALLS, DECISIONS, MODEL_REPLIES, SESSION_STARTS, TOOL_FAILURES
-from tests.conftest import Agent, eventually, pending_items, query, settled
+from tests.bad_inputs import AFTER_SETTLING, CLI_CALLS, DECISIONS, MODEL_REPLIES, SESSION_STARTS, TOOL_FAILURES, WEDGES
+from tests.conftest import Agent, eventually, pending_items, query, running_agent, settled
 from tests.fake_openai import FakeOpenAI, Reply, completion, error, text, tool_calls
+from tests.session_health import (
+    assert_healthy,
+    assert_no_failed_workflow_task,
+    can_still_decide,
+    is_settled,
+    raw_json,
+    runs_of,
+    wait_for_status,
+)
+from workflows.conversation import FunctionCall, ModelReply, ToolCall
+from workflows.requests import ModelRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "bad-inputs.md"
@@ -33,17 +51,15 @@ def test_the_catalogue_has_at_least_forty_entries_and_its_page_is_current() -> N
     assert DOC.read_text() == page, "run: python -m tests.bad_inputs > docs/bad-inputs.md"
 
 
-async def no_failed_workflow_tasks(session: WorkflowHandle[Any, Any]) -> None:
-    history = await session.fetch_history()
-    failed = [e for e in history.events if e.HasField("workflow_task_failed_event_attributes")]
-    assert not failed, failed
-
-
-async def refused_both_ways(session: WorkflowHandle[Any, Any], verb: str, payload: Any, reason: str) -> None:
-    """The Update is rejected with the reason; the signal is ignored and recorded with it."""
+async def refused_both_ways(
+    session: WorkflowHandle[Any, Any], verb: str, payload: Any, reason: str, reason_at_most: int = 20_000
+) -> None:
+    """The Update is rejected with the reason; the signal is ignored and recorded with it.
+    Neither repeats a caller's megabytes back: the reason has a bound."""
     with pytest.raises(WorkflowUpdateFailedError) as failure:
-        await session.execute_update(f"{verb}_update", payload)
+        await asyncio.wait_for(session.execute_update(f"{verb}_update", payload), 30)
     assert reason in failure.value.cause.message
+    assert len(failure.value.cause.message) <= reason_at_most
     await session.signal(verb, payload)
     status = await eventually(lambda: query(session, "status"), lambda s: bool(s["ignored_signals"]))
     assert reason in status["ignored_signals"][-1]["reason"]
@@ -61,7 +77,7 @@ async def test_a_bad_decision_is_refused_by_signal_and_update_alike(agent: Agent
     await refused_both_ways(session, case.verb, case.payload, case.reason)
     assert await query(session, "pending") == before, "a refused decision changes nothing"
     assert (await query(session, "audit"))[-1]["event"] == "refused"
-    await no_failed_workflow_tasks(session)
+    await can_still_decide(session, agent.workspace)
 
 
 @pytest.mark.parametrize("case", AFTER_SETTLING, ids=lambda c: c.what)
@@ -71,6 +87,7 @@ async def test_decisions_after_settling_are_refused(agent: Agent, case: bad_inpu
     await session.execute_update("approve_update", {})
     await settled(session)
     await refused_both_ways(session, case.verb, case.payload, case.reason)
+    await can_still_decide(session, agent.workspace)
 
 
 def scripted(reply: dict[str, Any]) -> list[Reply]:
@@ -111,7 +128,7 @@ async def test_a_bad_model_reply_never_strands_the_session(openai_agent: tuple[A
     else:
         assert status["state"] == "idle" and f"({case.reply['status']})" in status["error"]
         assert f"provider says {case.reply['status']}" in status["error"] and len(fake.requests) == 1
-    await no_failed_workflow_tasks(session)
+    await assert_healthy(session)
 
 
 @pytest.mark.parametrize("case", TOOL_FAILURES, ids=lambda c: c.what)
@@ -125,6 +142,7 @@ async def test_a_failing_tool_is_reported_to_the_model(openai_agent: tuple[Agent
     result = next(m["content"] for m in await query(session, "transcript") if m["role"] == "tool")
     assert result.startswith(case.outcome), result
     assert status["last_answer"] == "noted"
+    await assert_healthy(session)
 
 
 @pytest.mark.parametrize("case", SESSION_STARTS, ids=lambda c: c.what)
@@ -135,7 +153,7 @@ async def test_bad_session_input_fails_the_start_with_the_reason(agent: Agent, c
     expected = case.outcome.split("invalid session input", 1)[1].split("...")[0]
     assert failure.value.cause.message.startswith("invalid session input")
     assert expected.strip(": ") in failure.value.cause.message
-    await no_failed_workflow_tasks(session)
+    await assert_no_failed_workflow_task(session)
 
 
 @pytest.mark.parametrize("case", CLI_CALLS, ids=lambda c: c.what)
@@ -155,6 +173,7 @@ async def test_bad_cli_arguments_get_a_clear_error(agent: Agent, case: bad_input
     assert message.split("...")[0].strip() in completed.stderr, completed.stderr
     assert "Traceback" not in completed.stderr
     assert len(await query(session, "pending")) == 1
+    await can_still_decide(session, agent.workspace)
 
 
 async def test_oversized_payloads_are_refused_and_lose_nothing(openai_agent: tuple[Agent, FakeOpenAI]) -> None:
@@ -179,7 +198,7 @@ async def test_oversized_payloads_are_refused_and_lose_nothing(openai_agent: tup
     assert status["last_answer"] == "too big"
     report = fake.requests[-1]["messages"][-1]["content"]
     assert report.startswith("x" * 64_000) and report.endswith("[... 2936000 more characters cut]")
-    await no_failed_workflow_tasks(session)
+    await assert_healthy(session)
 
 
 async def test_a_conversation_that_outgrows_a_request_is_trimmed_not_stuck(openai_agent: tuple[Agent, FakeOpenAI]) -> None:
@@ -191,4 +210,184 @@ async def test_a_conversation_that_outgrows_a_request_is_trimmed_not_stuck(opena
     last = json.dumps(fake.requests[-1]["messages"])
     assert len(last) < 400_000 and "was trimmed to keep the conversation" in last
     assert len(json.dumps(await query(session, "transcript"))) > 500_000, "the transcript keeps everything"
-    await no_failed_workflow_tasks(session)
+    await assert_healthy(session)
+
+
+# ------------------------------------------------------------ inputs that once wedged a session (issue 7)
+
+
+async def start_raw(agent: Agent, start_input: Any, **options: Any) -> WorkflowHandle[Any, Any]:
+    """Start a session with its input as JSON text, so `Infinity` goes through as written."""
+    return await agent.client.start_workflow(
+        "AgentWorkflow", raw_json(json.dumps(start_input)), id=f"wedge-{uuid.uuid4().hex[:10]}",
+        task_queue=agent.task_queue, **options,
+    )
+
+
+async def refused_start(session: WorkflowHandle[Any, Any], timeout: float = 20) -> str:
+    """The reason a start was refused; fails if the session runs on, or a workflow task failed."""
+    async def outcome() -> str | None:
+        try:
+            await asyncio.wait_for(asyncio.shield(session.result()), 0.5)
+        except WorkflowFailureError as failure:
+            return failure.cause.message
+        except asyncio.TimeoutError:
+            await assert_no_failed_workflow_task(session)
+            return None
+        raise AssertionError("the session ended normally; its input was not refused")
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    while (reason := await outcome()) is None:
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"the start was not refused within {timeout}s: {await query(session, 'status')}")
+    await assert_no_failed_workflow_task(session)
+    return reason
+
+
+def payload_of(detail: dict[str, Any]) -> Any:
+    return raw_json(detail["raw"]) if "raw" in detail else detail["payload"]
+
+
+async def check_start_refused(agent: Agent, detail: dict[str, Any]) -> None:
+    reason = await refused_start(await start_raw(agent, detail["input"]))
+    assert reason.startswith("invalid session input"), reason
+    assert detail["field"] in reason, reason
+
+
+async def check_forged_carried(agent: Agent, detail: dict[str, Any]) -> None:
+    session = await start_raw(agent, detail["input"])
+    reason = await refused_start(session)
+    assert reason.startswith("invalid session input") and "carried" in reason, reason
+    assert (agent.workspace / "notes.txt").exists(), "a forged grant ran delete_file with no decision"
+
+
+async def check_decision_refused(agent: Agent, detail: dict[str, Any]) -> None:
+    session = await agent.start(bad_inputs.DELETE)
+    before = await pending_items(session)
+    await refused_both_ways(session, detail["verb"], payload_of(detail), detail["field"], detail.get("reason_at_most", 20_000))
+    assert await query(session, "pending") == before, "a refused decision changes nothing"
+    await assert_healthy(session)
+    await can_still_decide(session, agent.workspace)
+
+
+async def check_repeated_refusals(agent: Agent, detail: dict[str, Any]) -> None:
+    session = await agent.start(bad_inputs.DELETE, continue_as_new_after_events=20)
+    await pending_items(session)
+    for _ in range(detail["times"]):
+        await session.signal(detail["verb"], detail["payload"])
+    status = await wait_for_status(session, lambda s: len(s["ignored_signals"]) >= detail["times"])
+    assert len(json.dumps(status)) < 100_000, "what a refusal records is clipped"
+    runs = len(await runs_of(agent.client, session.id, session.first_execution_run_id))
+    await can_still_decide(session, agent.workspace)
+    await wait_for_status(session, is_settled)
+    await eventually(lambda: runs_of(agent.client, session.id, session.first_execution_run_id), lambda r: len(r) > runs)
+    await can_still_decide(session, agent.workspace)
+
+
+async def check_refusal_flood(agent: Agent, detail: dict[str, Any]) -> None:
+    session = await agent.start(bad_inputs.DELETE)
+    before = await pending_items(session)
+    for _ in range(detail["times"]):  # one after another: the session has a workflow task after each
+        await session.signal(detail["verb"], detail["payload"])
+    runs = await runs_of(agent.client, session.id, session.first_execution_run_id)
+    assert len(runs) > 1, "the session never continued as new"
+    assert (await session.describe()).status == WorkflowExecutionStatus.RUNNING
+    assert [p["call_id"] for p in await query(session, "pending")] == [p["call_id"] for p in before]
+    await can_still_decide(session, agent.workspace)
+
+
+async def check_unknown_encoding(agent: Agent, detail: dict[str, Any]) -> None:
+    session = await agent.start(bad_inputs.DELETE)
+    before = await pending_items(session)
+    for verb in detail["verbs"]:
+        await agent.client.workflow_service.signal_workflow_execution(SignalWorkflowExecutionRequest(
+            namespace=agent.client.namespace, workflow_execution=WorkflowExecution(workflow_id=session.id),
+            signal_name=verb, identity="bad-input-catalogue",
+            input=Payloads(payloads=[Payload(metadata={"encoding": b"binary/unknown"}, data=b"\x00\xff")]),
+        ))
+    status = await wait_for_status(session, lambda s: len(s["ignored_signals"]) >= len(detail["verbs"]), timeout=20)
+    assert [i["signal"] for i in status["ignored_signals"]] == detail["verbs"]
+    assert await query(session, "pending") == before
+    await can_still_decide(session, agent.workspace)
+
+
+async def check_big_messages(agent: Agent, detail: dict[str, Any]) -> None:
+    session = await agent.start("search for milk", continue_as_new_after_events=20)
+    await wait_for_status(session, is_settled)
+    runs = len(await runs_of(agent.client, session.id, session.first_execution_run_id))
+    for turn in range(detail["count"]):
+        await session.signal("user_message", {"text": detail["text"]})
+        if detail["accepted"]:  # one turn each: messages queued together have a bound of their own
+            await wait_for_status(session, lambda s: is_settled(s) and s["turn"] >= turn + 2, timeout=60)
+    if detail["accepted"]:
+        status = await wait_for_status(session, is_settled)
+        assert not status["ignored_signals"], status["ignored_signals"]
+    else:
+        status = await wait_for_status(session, lambda s: len(s["ignored_signals"]) >= detail["count"])
+        assert all("text" in i["reason"] for i in status["ignored_signals"]), status["ignored_signals"]
+    await can_still_decide(session, agent.workspace)
+    await wait_for_status(session, is_settled)
+    await eventually(lambda: runs_of(agent.client, session.id, session.first_execution_run_id), lambda r: len(r) > runs)
+    await can_still_decide(session, agent.workspace)
+
+
+class HugeArgumentsModel(OfflineModel):
+    """The offline model, but its first replies each call search_web with enormous arguments."""
+
+    def __init__(self, replies: int, argument_bytes: int) -> None:
+        self.left, self.argument_bytes = replies, argument_bytes
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        if self.left <= 0:
+            return await super().complete(request)
+        self.left -= 1
+        arguments = json.dumps({"query": "milk " + "x" * self.argument_bytes})
+        call = ToolCall(id=f"big{self.left}", function=FunctionCall(name="search_web", arguments=arguments))
+        return ModelReply(tool_calls=[call])
+
+
+async def check_huge_arguments(env: WorkflowEnvironment, workspace: Path, detail: dict[str, Any]) -> None:
+    model = HugeArgumentsModel(detail["replies"], detail["argument_bytes"])
+    async for agent in running_agent(env.client, workspace, model):
+        session = await agent.start("search for milk")
+        await wait_for_status(session, is_settled, timeout=120)
+        assert model.left == 0, "every scripted reply was asked for"
+        await can_still_decide(session, agent.workspace)
+
+
+async def check_cancel_then_approve(agent: Agent, detail: dict[str, Any]) -> None:
+    sessions = [await agent.start(bad_inputs.DELETE) for _ in range(detail["sessions"])]
+    items = [(await pending_items(session))[0] for session in sessions]
+    for session, item in zip(sessions, items):  # back to back, as one client would
+        await session.signal("cancel", {"reason": "stop"})
+        await session.signal("approve", {"call_id": item["call_id"]})
+    by_update = await agent.start(bad_inputs.DELETE)
+    [item] = await pending_items(by_update)
+    await by_update.execute_update("cancel_update", {"reason": "stop"})
+    with pytest.raises((WorkflowUpdateFailedError, RPCError)):
+        await by_update.execute_update("approve_update", {"call_id": item["call_id"]})
+    for session in [*sessions, by_update]:
+        status = await wait_for_status(session, lambda s: s["state"] == "closed")
+        assert status["pending"] == 0
+        events = [e["event"] for e in await query(session, "audit")]
+        assert "approved" not in events, events
+        await assert_healthy(session)
+    assert (agent.workspace / "notes.txt").exists(), "an approve after cancel ran the tool"
+
+
+@pytest.mark.parametrize("case", WEDGES, ids=lambda c: c.what)
+async def test_an_input_that_once_wedged_a_session_is_refused_or_survived(
+    env: WorkflowEnvironment, workspace: Path, case: bad_inputs.Wedge
+) -> None:
+    if case.scenario == "huge_arguments":
+        await check_huge_arguments(env, workspace, case.detail)
+        return
+    checks = {
+        "start_refused": check_start_refused, "forged_carried": check_forged_carried,
+        "decision_refused": check_decision_refused, "repeated_refusals": check_repeated_refusals,
+        "refusal_flood": check_refusal_flood,
+        "unknown_encoding": check_unknown_encoding, "big_messages": check_big_messages,
+        "cancel_then_approve": check_cancel_then_approve,
+    }
+    async for agent in running_agent(env.client, workspace):
+        await checks[case.scenario](agent, case.detail)
