@@ -11,9 +11,11 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
+from activities.model_context import read_model_request
+from activities.tools import CATALOG
 from settings import Settings
 from workflows.conversation import ModelReply
-from activities.model_context import read_model_request
+from workflows.planning import catalog_plans
 from workflows.requests import ConversationRef, ModelRequest
 
 HEARTBEAT_EVERY_SECONDS = 5
@@ -55,7 +57,9 @@ class ModelActivities:
         leave the session `running` with no error."""
         try:
             async with heartbeating():
-                return await self.backend.complete(await self.resolve(request))
+                model_request = await self.resolve(request)
+                reply = await self.backend.complete(model_request)
+            return with_catalog_plans(reply, model_request)
         except ApplicationError as error:
             if error.non_retryable:
                 raise
@@ -73,6 +77,16 @@ class ModelActivities:
         if self.client is None:
             raise ApplicationError("this worker has no Temporal client to read conversations with", non_retryable=True)
         return await read_model_request(self.client, request)
+
+
+def with_catalog_plans(reply: ModelReply, request: ModelRequest) -> ModelReply:
+    """The catalog's verdict on each call, recorded with the reply (see workflows/planning.py).
+
+    Computed here, after the backend answered, so no backend can set it.
+    """
+    names = [tool["function"]["name"] for tool in request.tools]
+    offered = {name: spec for name in names if (spec := CATALOG.get(name)) is not None}
+    return reply.model_copy(update={"catalog_plans": catalog_plans(reply, offered)})
 
 
 @asynccontextmanager

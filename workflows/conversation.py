@@ -45,10 +45,16 @@ class ChatMessage(BaseModel):
 
 
 class ModelReply(BaseModel):
-    """What one model call produced: text, tool calls, or both."""
+    """What one model call produced: text, tool calls, or both.
+
+    `catalog_plans` is what the worker's tool catalog said of each call when
+    the reply came (workflows/planning.py): recorded with the reply, so a
+    session replays with the approval settings it ran with.
+    """
 
     content: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
+    catalog_plans: list[dict[str, Any]] | None = None
 
 
 class Conversation(BaseModel):

@@ -3,6 +3,13 @@
 A model can ask for anything: a tool that does not exist, arguments that are
 not JSON or do not fit the schema. None of that may fail the workflow, so each
 becomes a tool result the model can read and correct.
+
+Two layers decide. The tool catalog (does the tool exist, do the arguments
+fit, does the tool itself want approval) is consulted by the model activity
+and its answer is recorded with the reply, so changing a tool's setting or
+schema on the worker changes new steps and never the replay of old ones. The
+session's own rules (require_approval, auto_approve) are applied here, in the
+workflow, on top.
 """
 
 from __future__ import annotations
@@ -35,14 +42,40 @@ class PlannedCall(BaseModel):
 
 
 def plan_reply(reply: ModelReply, offered: dict[str, ToolSpec], rules: DecisionRules | None = None) -> list[PlannedCall]:
-    """One plan per tool call of a reply; past MAX_CALLS_PER_REPLY, the rest are refused."""
-    return [
-        plan_call(call, offered, rules) if index < MAX_CALLS_PER_REPLY else _refuse(
-            call, f"Error: at most {MAX_CALLS_PER_REPLY} tool calls are taken from one reply; this one did not run. "
-            "Call it again in a later step if it is still needed."
-        )
-        for index, call in enumerate(reply.tool_calls)
-    ]
+    """One plan per tool call of a reply; past MAX_CALLS_PER_REPLY, the rest are refused.
+
+    The catalog's recorded verdict is used when the reply carries one (every
+    reply since verdicts are recorded); older replies are planned live.
+    """
+    recorded = reply.catalog_plans if reply.catalog_plans and len(reply.catalog_plans) == len(reply.tool_calls) else None
+    plans = []
+    for index, call in enumerate(reply.tool_calls):
+        if index >= MAX_CALLS_PER_REPLY:
+            plans.append(_refuse(
+                call, f"Error: at most {MAX_CALLS_PER_REPLY} tool calls are taken from one reply; this one did not run. "
+                "Call it again in a later step if it is still needed."
+            ))
+        elif recorded is None:
+            plans.append(plan_call(call, offered, rules))
+        else:
+            plan = PlannedCall.model_validate({**recorded[index], "call_id": call.id})
+            plans.append(with_session_rules(plan, rules) if plan.action in ("run", "approve") else plan)
+    return plans
+
+
+def catalog_plans(reply: ModelReply, offered: dict[str, ToolSpec]) -> list[dict[str, Any]]:
+    """The catalog's verdict on each call, before any session rule (computed by the model activity)."""
+    return [plan_call(call, offered).model_dump(exclude={"call_id"}) for call in reply.tool_calls]
+
+
+def with_session_rules(plan: PlannedCall, rules: DecisionRules | None) -> PlannedCall:
+    override = rules.policy_for(plan.tool) if rules else None
+    if override is None:
+        return plan
+    return plan.model_copy(update={
+        "action": "approve" if override == "require" else "run",
+        "policy": f"session {'require_approval' if override == 'require' else 'auto_approve'}",
+    })
 
 
 def plan_call(call: ToolCall, offered: dict[str, ToolSpec], rules: DecisionRules | None = None) -> PlannedCall:
@@ -69,18 +102,14 @@ def plan_call(call: ToolCall, offered: dict[str, ToolSpec], rules: DecisionRules
         return _refuse(call, f"Error: the arguments do not fit {call.name}: {clip(str(error), 500)}.")
     args = parsed.model_dump(mode="json", exclude_none=True)
     planned = PlannedCall(call_id=call.id, tool=call.name, action="run", args=args, review=spec.review)
-    override = rules.policy_for(call.name) if rules else None
     if spec.answered_by_human:
         planned.action = "ask"
-    elif override is not None:
-        planned.action = "approve" if override == "require" else "run"
-        planned.policy = f"session {'require_approval' if override == 'require' else 'auto_approve'}"
-    else:
-        try:
-            planned.action = "approve" if spec.requires_approval(parsed) else "run"
-        except Exception:  # a failing approval predicate fails safe: ask a person
-            planned.action = "approve"
-    return planned
+        return planned
+    try:
+        planned.action = "approve" if spec.requires_approval(parsed) else "run"
+    except Exception:  # a failing approval predicate fails safe: ask a person
+        planned.action = "approve"
+    return with_session_rules(planned, rules)
 
 
 def _too_large(tool: str, size: Any) -> str:

@@ -3,9 +3,12 @@
 `@tool` reads a function's signature into a pydantic model, which gives the
 JSON schema the model sees and the validator that edited arguments must pass.
 
-The workflow consults this catalog (schemas, approval policy) while the
-activities run the functions, so an approval predicate runs inside workflow
-code: it must be a pure function of the arguments (no clock, no I/O).
+The model activity consults this catalog when a reply comes (does the tool
+exist, do the arguments fit, does it need approval) and that verdict is
+recorded with the reply, so changing a tool's approval setting or schema on
+the worker applies to new calls and never breaks the replay of running
+sessions (tests/test_tool_settings.py). Removing a tool is safe the same way:
+later calls of it are refused to the model.
 """
 
 from __future__ import annotations
