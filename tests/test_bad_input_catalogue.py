@@ -355,6 +355,24 @@ async def check_huge_arguments(env: WorkflowEnvironment, workspace: Path, detail
         await can_still_decide(session, agent.workspace)
 
 
+async def check_four_eyes_grant(agent: Agent, detail: dict[str, Any]) -> None:
+    (agent.workspace / "b.txt").write_text("bob's\n")
+    session = await agent.start(bad_inputs.DELETE, **detail["options"])
+    await pending_items(session)
+    await session.execute_update("approve_update", {"by": "bob", "remember": {"scope": "tool", "for_seconds": 3600}})
+    await wait_for_status(session, is_settled)
+    await session.signal("user_message", {"text": "please delete b.txt", "by": "bob"})
+    await wait_for_status(session, lambda s: s["pending"] > 0 or is_settled(s))
+    audit = await query(session, "audit")
+    assert (agent.workspace / "b.txt").exists(), f"bob's own request ran on bob's own grant: {audit}"
+    [item] = await query(session, "pending")
+    assert item["requested_by"] == "bob"
+    await session.execute_update("approve_update", {"call_id": item["call_id"], "by": "alice"})
+    await wait_for_status(session, is_settled)
+    assert not (agent.workspace / "b.txt").exists()
+    await assert_healthy(session)
+
+
 async def check_cancel_then_approve(agent: Agent, detail: dict[str, Any]) -> None:
     sessions = [await agent.start(bad_inputs.DELETE) for _ in range(detail["sessions"])]
     items = [(await pending_items(session))[0] for session in sessions]
@@ -387,7 +405,7 @@ async def test_an_input_that_once_wedged_a_session_is_refused_or_survived(
         "decision_refused": check_decision_refused, "repeated_refusals": check_repeated_refusals,
         "refusal_flood": check_refusal_flood,
         "unknown_encoding": check_unknown_encoding, "big_messages": check_big_messages,
-        "cancel_then_approve": check_cancel_then_approve,
+        "cancel_then_approve": check_cancel_then_approve, "four_eyes_grant": check_four_eyes_grant,
     }
     async for agent in running_agent(env.client, workspace):
         await checks[case.scenario](agent, case.detail)
