@@ -305,6 +305,13 @@ WEDGES = [
     Wedge("four-eyes: bob remembers his approval, then asks for a deletion himself", "`approve` + `user_message`",
           "four_eyes_grant", {"options": {"by": "alice", "four_eyes": True, "approvers": {"delete_file": ["alice", "bob"]}}},
           "bob's own request is not covered by his remembered approval: it waits for alice"),
+    *(Wedge(what, "session input", "rules_hold", {"options": options},
+            "refused at start as invalid input, or honoured: one approval never runs the call")
+      for what, options in (
+          ("`required_approvals` of 2 for \"*\"", {"required_approvals": {"*": 2}}),
+          ("`required_approvals` for a misspelt tool (`delete_files`)", {"required_approvals": {"delete_files": 2}}),
+          ("`approvers` for a misspelt tool (`delet_file`)", {"approvers": {"delet_file": ["oncall"]}}),
+      )),
     Wedge("`cancel` then at once `approve` (signals, then Updates)", "`cancel` + `approve`", "cancel_then_approve",
           {"sessions": 3},
           "the approve is refused (the session is closing); the tool does not run; the session closes"),

@@ -373,6 +373,23 @@ async def check_four_eyes_grant(agent: Agent, detail: dict[str, Any]) -> None:
     await assert_healthy(session)
 
 
+async def check_rules_hold(agent: Agent, detail: dict[str, Any]) -> None:
+    """A rule the session cannot apply must not be accepted and then silently ignored."""
+    session = await start_raw(agent, {"message": bad_inputs.DELETE, **detail["options"]})
+    while not await query(session, "pending"):
+        if (await session.describe()).status == WorkflowExecutionStatus.FAILED:
+            reason = await refused_start(session)
+            assert reason.startswith("invalid session input"), reason
+            return
+        await assert_no_failed_workflow_task(session)
+        await asyncio.sleep(0.2)
+    [item] = await query(session, "pending")
+    await session.signal("approve", {"call_id": item["call_id"], "by": "mallory"})
+    await asyncio.sleep(1)
+    assert (agent.workspace / "notes.txt").exists(), f"one approval by anyone ran it: {await query(session, 'audit')}"
+    await can_still_decide(session, agent.workspace)
+
+
 async def check_cancel_then_approve(agent: Agent, detail: dict[str, Any]) -> None:
     sessions = [await agent.start(bad_inputs.DELETE) for _ in range(detail["sessions"])]
     items = [(await pending_items(session))[0] for session in sessions]
@@ -406,6 +423,7 @@ async def test_an_input_that_once_wedged_a_session_is_refused_or_survived(
         "refusal_flood": check_refusal_flood,
         "unknown_encoding": check_unknown_encoding, "big_messages": check_big_messages,
         "cancel_then_approve": check_cancel_then_approve, "four_eyes_grant": check_four_eyes_grant,
+        "rules_hold": check_rules_hold,
     }
     async for agent in running_agent(env.client, workspace):
         await checks[case.scenario](agent, case.detail)

@@ -75,7 +75,7 @@ CAPS = (200, 1_000, 10_000, 32_768, 100_000, 300_000)  # character and byte caps
 near_caps = st.sampled_from(sorted({n for cap in CAPS for n in (cap // 3 - 1, cap // 3, cap // 3 + 1, cap - 1, cap, cap + 1)}))
 cjk_near_a_cap = near_caps.map(lambda n: CJK * n)
 huge = st.sampled_from((1_000_000, 1_500_000, 2_100_000, 3_000_000)).map(lambda n: "x" * n)
-short_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
+short_text = st.text(max_size=12)  # lone surrogates too: they travel as \ud800 escapes
 texts = st.one_of(short_text, st.sampled_from(["", " ", "\x00", "oncall", "lead", "call_1", DELETE]), cjk_near_a_cap, huge)
 names = st.one_of(st.sampled_from(["oncall", "lead", "mallory", "", "ONCALL", "oncall "]), short_text, cjk_near_a_cap, huge)
 call_ids = st.one_of(st.just(CURRENT), st.sampled_from(["call_1", "nope", "", "call_1 "]), short_text, huge)
@@ -134,7 +134,7 @@ ENCODINGS = st.sampled_from(["json", "json", "json", "json", "binary/unknown", "
 
 def encode(payload: Any, how: str) -> RawValue:
     if how == "json":
-        return raw_json(json.dumps(payload, ensure_ascii=False))
+        return raw_json(json.dumps(payload))
     if how == "bad json":
         return raw_bytes("json/plain", b'{"text": "unterminated \xff')
     return raw_bytes(how, json.dumps(payload).encode()[:1000])
