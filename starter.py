@@ -18,6 +18,7 @@ from temporalio.service import RPCError
 
 from exit_cleanly import exit_now
 from console.render import describe_pending, print_json, render_status, render_transcript
+from console.sessions import read_all
 from settings import Settings, connect
 from workflows.agent import AgentWorkflow
 
@@ -118,7 +119,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         return await start(client, settings, args)
     handle = client.get_workflow_handle(args.session)
     if args.command in ("pending", "status", "transcript", "audit"):
-        result = await handle.query(args.command)
+        result = await read_query(client, args.session, args.command)
         if args.json:
             print_json(result)
         else:
@@ -137,6 +138,22 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "cancel":
         return await update(handle, "cancel_update", payload(args, "reason"), args.json)
     raise AssertionError(args.command)
+
+
+async def read_query(client: Client, session_id: str, name: str) -> Any:
+    """Queries as a person reads them: the transcript and audit whole, across every run of a
+    long session (console/sessions.py), retried while a run hands over to the next."""
+    for attempt in range(20):
+        try:
+            if name in ("transcript", "audit"):
+                page_query, key = ("transcript_page", "messages") if name == "transcript" else ("audit_page", "events")
+                return await read_all(client, session_id, page_query, key)
+            return await client.get_workflow_handle(session_id).query(name)
+        except RPCError as error:
+            if "not scheduled yet" not in error.message or attempt == 19:
+                raise
+            await asyncio.sleep(0.25)
+    raise AssertionError("unreachable")
 
 
 async def start(client: Client, settings: Settings, args: argparse.Namespace) -> int:
