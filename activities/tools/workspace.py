@@ -111,8 +111,9 @@ class Workspace:
             raise ToolError(f"there is no folder {shown!r} in the workspace") from None
         except OSError as error:
             if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-                kind = "a link" if _is_link(parent, name) else "not a folder"
-                raise ToolError(f"{shown!r} is {kind}; the tools never follow links out of a folder") from None
+                if _is_link(parent, name):
+                    raise ToolError(f"{shown!r} is a link; the tools never follow links") from None
+                raise ToolError(f"{shown!r} is not a folder") from None
             raise ToolError(f"cannot open {shown!r}: {error.strerror}") from None
 
     def parent_of(self, relative: str) -> tuple[int, str]:
