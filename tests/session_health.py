@@ -169,11 +169,15 @@ async def can_still_decide(handle: WorkflowHandle[Any, Any], workspace: Path) ->
     pending = await current.query("pending", rpc_timeout=timedelta(seconds=5))
     if not pending:
         (workspace / "notes.txt").write_text("remember the milk\n")
+        turn = (await current.query("status", rpc_timeout=timedelta(seconds=5)))["turn"]
         await current.signal("user_message", {"text": "please delete notes.txt"})
-        status = await wait_for_status(handle, lambda s: s["pending"] > 0 or s["state"] == "closed")
+        status = await wait_for_status(
+            handle, lambda s: s["pending"] > 0 or s["state"] == "closed" or (is_settled(s) and s["turn"] > turn)
+        )
         if status["state"] == "closed":
             await assert_healthy(handle)
             return
+        assert status["pending"] > 0, f"a new message led to no decision: error {status['error']!r}"
         pending = await current.query("pending", rpc_timeout=timedelta(seconds=5))
     for item in pending:
         await decide_sanely(handle, item)

@@ -331,23 +331,30 @@ async def check_big_messages(agent: Agent, detail: dict[str, Any]) -> None:
     await can_still_decide(session, agent.workspace)
 
 
-class HugeArgumentsModel(OfflineModel):
-    """The offline model, but its first replies each call search_web with enormous arguments."""
+class HugeToolCallModel(OfflineModel):
+    """The offline model, but its first replies each call a tool with one enormous part:
+    its arguments (search_web's query), its name (a tool that does not exist) or its id."""
 
-    def __init__(self, replies: int, argument_bytes: int) -> None:
-        self.left, self.argument_bytes = replies, argument_bytes
+    def __init__(self, replies: int, size: int, part: str) -> None:
+        self.left, self.size, self.part = replies, size, part
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         if self.left <= 0:
             return await super().complete(request)
         self.left -= 1
-        arguments = json.dumps({"query": "milk " + "x" * self.argument_bytes})
-        call = ToolCall(id=f"big{self.left}", function=FunctionCall(name="search_web", arguments=arguments))
+        name, call_id, query = "search_web", f"big{self.left}", "milk"
+        if self.part == "arguments":
+            query += " " + "x" * self.size
+        elif self.part == "name":
+            name = "n" * self.size
+        else:
+            call_id += "i" * self.size
+        call = ToolCall(id=call_id, function=FunctionCall(name=name, arguments=json.dumps({"query": query})))
         return ModelReply(tool_calls=[call])
 
 
-async def check_huge_arguments(env: WorkflowEnvironment, workspace: Path, detail: dict[str, Any]) -> None:
-    model = HugeArgumentsModel(detail["replies"], detail["argument_bytes"])
+async def check_huge_tool_calls(env: WorkflowEnvironment, workspace: Path, detail: dict[str, Any]) -> None:
+    model = HugeToolCallModel(detail["replies"], detail["size"], detail["part"])
     async for agent in running_agent(env.client, workspace, model):
         session = await agent.start("search for milk")
         await wait_for_status(session, is_settled, timeout=120)
@@ -414,8 +421,8 @@ async def check_cancel_then_approve(agent: Agent, detail: dict[str, Any]) -> Non
 async def test_an_input_that_once_wedged_a_session_is_refused_or_survived(
     env: WorkflowEnvironment, workspace: Path, case: bad_inputs.Wedge
 ) -> None:
-    if case.scenario == "huge_arguments":
-        await check_huge_arguments(env, workspace, case.detail)
+    if case.scenario == "huge_tool_calls":
+        await check_huge_tool_calls(env, workspace, case.detail)
         return
     checks = {
         "start_refused": check_start_refused, "forged_carried": check_forged_carried,
