@@ -40,7 +40,9 @@ MAX_CALL_ID_BYTES = 256  # a call id or tool name longer than this is cut (ids a
 # All tool calls' arguments together, as JSON-escaped in the payload: 64 calls
 # at the per-call limit (or escaping that multiplies a byte by six) must not
 # push the reply over Temporal's 2 MB limit. Calls past it are replaced too.
-MAX_ALL_ARGUMENTS_BYTES = 1_000_000
+# Worst case of a whole reply: 600 kB of escaped text + 800 kB of arguments +
+# 64 escaped ids and names (200 kB) = 1.6 MB.
+MAX_ALL_ARGUMENTS_BYTES = 800_000
 OVERSIZED_ARGUMENTS = "__oversized_arguments_bytes__"  # marker key the planner refuses
 MAX_PROVIDER_MESSAGE_CHARS = 2_000  # of an error a provider sends, kept in the failure
 MAX_RETRY_AFTER_SECONDS = 600  # a provider asking for a day's wait must not park the session silently

@@ -160,11 +160,14 @@ async def test_oversized_arguments_are_replaced_by_a_marker_never_cut() -> None:
 
 
 async def test_a_reply_carries_a_bounded_number_of_calls_and_bytes() -> None:
-    calls = [(f"c{i}", "search_web", {"query": "\x01" * 30_000}) for i in range(MAX_TOOL_CALLS + 36)]
+    """Each call's arguments fit their own limit, but escaping doubles them: the reply as a whole is bounded too."""
+    quotes = '"' * 30_000  # 30,000 bytes as text, 60,000 once JSON-escaped into the payload
+    calls = [(f"c{i}", "search_web", quotes) for i in range(MAX_TOOL_CALLS + 36)]
     reply = await reply_to(tool_calls(*calls))
     assert len(reply.tool_calls) == MAX_TOOL_CALLS
-    assert len(reply.model_dump_json().encode()) < 1_500_000, "well under Temporal's 2 MB payload limit"
-    assert any(OVERSIZED_ARGUMENTS in call.function.arguments for call in reply.tool_calls)
+    assert reply.tool_calls[0].function.arguments == quotes, "the first calls keep their arguments"
+    assert reply.tool_calls[-1].function.arguments == f'{{"{OVERSIZED_ARGUMENTS}": 30000}}'
+    assert len(reply.model_dump_json().encode()) < 1_000_000, "well under Temporal's 2 MB payload limit"
 
 
 def test_a_tool_result_is_bounded_in_bytes_on_a_character_boundary() -> None:
