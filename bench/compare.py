@@ -1,6 +1,7 @@
 """What durability costs: this product against the engine's floor and no durability at all.
 
     python -m bench.compare [--sessions 30] [--latency-sessions 5] [--steps 200]
+                            [--sizes 10 100 1000] [--text-bytes 5000]
 
 One scenario, three ways, in the same run on the same embedded dev server
 (file-backed SQLite with the demo's pragmas): a message, an approval pause, the
@@ -12,7 +13,11 @@ approval, the tool, the answer, with a model that answers at once.
 - asyncio: the same steps in a plain in-process loop, no durability.
 
 Reported as ratios against the floor, plus the approve-to-tool-running latency,
-the orchestration share of wall time with a 1 s model, and history size per step.
+the orchestration share of wall time with a 1 s model, and history size per step
+(summed over every run of a session). Then bench/history.py's table on the same
+server: long turns of each size, product against the raw floor fed the whole
+conversation, history bytes per step against new content per step, and what a
+step costs besides the model at step 10, 100 and 1,000.
 """
 
 from __future__ import annotations
@@ -39,7 +44,9 @@ from worker import build_worker
 from workflows.agent import AgentWorkflow
 from workflows.conversation import FunctionCall, ModelReply, ToolCall
 from workflows.requests import ModelRequest
+from bench.history import SIZES, TEXT_BYTES, compare_long_turns, table
 from bench.raw_agent import TOOL_STARTED, RawAgent, raw_model, raw_tool
+from console.sessions import HistoryMeasure, measure_history
 
 
 @tool(needs_approval=True)
@@ -152,18 +159,18 @@ async def measure(runs: int, rounds: int, contenders: dict[str, Any]) -> list[Se
     return [Series(name, [r[0] for r in rs], [r[1] for r in rs]) for name, rs in results.items()]
 
 
-async def history_size(client: Client, task_queue: str, steps: int) -> tuple[int, int, int]:
+async def history_size(client: Client, task_queue: str, steps: int) -> HistoryMeasure:
+    """Summed over every run: `handle.fetch_history()` alone follows the chain to the newest
+    run and would report only what came after the last continue-as-new."""
     handle = await client.start_workflow(
         AgentWorkflow.run, {"message": "bench", "max_steps": steps + 1, "auto_approve": ["bench_tool"]},
         id=f"h-{uuid.uuid4().hex}", task_queue=task_queue,
     )
     await poll(lambda: _idle(handle), interval=0.05)
-    history = await handle.fetch_history()
-    size = sum(event.ByteSize() for event in history.events)
-    return steps, len(history.events), size
+    return await measure_history(client, handle.id)
 
 
-async def run(sessions: int, latency_sessions: int, steps: int) -> dict[str, Any]:
+async def run(sessions: int, latency_sessions: int, steps: int, sizes: tuple[int, ...], text_bytes: int) -> tuple[dict[str, Any], str]:
     with tempfile.TemporaryDirectory() as folder:
         port = free_port()
         server = start_dev_server(Path(folder) / "temporal.db", port=port, ui_port=free_port())
@@ -187,6 +194,7 @@ async def run(sessions: int, latency_sessions: int, steps: int) -> dict[str, Any
             async with build_worker(client, "bench-long", long_model, workspace):
                 one = await history_size(client, "bench-long", 1)
                 many = await history_size(client, "bench-long", steps)
+            long_turns = await compare_long_turns(client, workspace, sizes, text_bytes)
         finally:
             stop_dev_server(server)
     return {
@@ -195,10 +203,10 @@ async def run(sessions: int, latency_sessions: int, steps: int) -> dict[str, Any
         "session_ratio_vs_raw": {s.name: round(s.median / raw.median, 4) for s in (product, raw, plain)},
         "approve_to_tool_median_ms": {s.name: round(s.resume_median * 1000, 3) for s in (product, raw, plain)},
         "orchestration_share_with_1s_model": round(1 - slow_model.model_seconds / wall, 3),
-        "history_one_step": {"events": one[1], "bytes": one[2]},
-        "history_per_step_in_long_session": {"events": round(many[1] / steps, 1), "bytes": round(many[2] / steps)},
-        f"history_{steps}_step_session": {"events": many[1], "bytes": many[2]},
-    }
+        "history_one_step": {"runs": one.runs, "events": one.events, "bytes": one.bytes},
+        "history_per_step_in_long_session": {"events": round(many.events / steps, 1), "bytes": round(many.bytes / steps)},
+        f"history_{steps}_step_session": {"runs": many.runs, "events": many.events, "bytes": many.bytes},
+    }, table(long_turns, text_bytes)
 
 
 def main() -> None:
@@ -206,8 +214,13 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=30)
     parser.add_argument("--latency-sessions", type=int, default=5)
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="steps of each long turn")
+    parser.add_argument("--text-bytes", type=int, default=TEXT_BYTES, help="text the model writes each step")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(run(args.sessions, args.latency_sessions, args.steps)), indent=2))
+    figures, long_turns = asyncio.run(run(args.sessions, args.latency_sessions, args.steps, tuple(args.sizes), args.text_bytes))
+    print(json.dumps(figures, indent=2))
+    print()
+    print(long_turns)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,20 @@
-"""The engine's floor: the least a durable agent with one approval can do.
+"""The engine's floor: the least a durable agent can do on Temporal.
 
-Kept in a module of its own that imports nothing but temporalio, so the
-sandbox has as little to load per run as a hand-written workflow would.
+`RawAgent` is one approval between two model calls; `RawLongAgent` is the long
+turn as every other agent integration on Temporal writes it, each model
+activity's input being the whole conversation. Kept in a module of its own
+that imports nothing but temporalio, so the sandbox has as little to load per
+run as a hand-written workflow would.
 """
 
 from __future__ import annotations
 
 import time
 from datetime import timedelta
+from typing import Any
 
 from temporalio import activity, workflow
+from temporalio.common import RetryPolicy
 
 TOOL_STARTED: dict[str, float] = {}
 
@@ -53,3 +58,31 @@ class RawAgent:
     def approve(self) -> bool:
         self.approved = True
         return True
+
+
+RAW_LONG_CALL: dict[str, Any] = dict(start_to_close_timeout=timedelta(minutes=5), retry_policy=RetryPolicy(maximum_attempts=3))
+
+
+@workflow.defn
+class RawLongAgent:
+    """A ReAct turn whose model activity receives the whole request every step:
+    system prompt, tool schemas and every message so far. Temporal records each
+    activity's input, so the history grows with the square of the turn's length.
+    The activities (`raw_long_model`, `raw_long_tool`) are the benchmark's; a few
+    attempts each, so a broken one ends the turn instead of retrying for ever."""
+
+    @workflow.run
+    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": request["message"]}]
+        steps = 0
+        while steps < request["max_steps"]:
+            whole = {"system": request["system"], "tools": request["tools"], "messages": messages}
+            reply = await workflow.execute_activity("raw_long_model", whole, **RAW_LONG_CALL)
+            steps += 1
+            messages.append(reply)
+            if not reply.get("tool_calls"):
+                break
+            for call in reply["tool_calls"]:
+                result = await workflow.execute_activity("raw_long_tool", call, **RAW_LONG_CALL)
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+        return {"steps": steps, "answer": messages[-1].get("content")}
