@@ -276,13 +276,19 @@ WEDGES = [
           {"verb": "reject", "payload": {"call_id": "nope", "reason": "r" * 1_900_000}, "times": 30},
           "each ignored; the session continues as new before its history nears Temporal's 50 MB limit, so the "
           "server never terminates it; the call is then approved"),
-    *(Wedge(f"an unknown key of 1.1 MB{where}", f"`{verb}` signal / `{verb}_update`", "decision_refused",
+    *(Wedge(f"an unknown key of 1.1 MB{where}, on `{verb}`", f"`{verb}` signal / `{verb}_update`", "decision_refused",
             {"verb": verb, "payload": payload, "field": "Extra inputs are not permitted", "reason_at_most": 2_000},
             "ignored / rejected with a reason clipped to a few hundred bytes; the call is then approved")
       for verb, where, payload in (("approve", "", {"k" * 1_100_000: 1}),
                                    ("approve", " in `remember`", {"remember": {"k" * 1_100_000: 1}}),
                                    ("cancel", "", {"k" * 1_100_000: 1}),
                                    ("user_message", "", {"text": "hi", "k" * 1_100_000: 1}))),
+    *(Wedge(f"an Update whose payload is 2.1 MB ({shown})", f"`{verb}_update`", "update_over_limit",
+            {"verb": verb, "payload": payload},
+            "refused (by the server, or rejected by the validator) within seconds; the session is not wedged; "
+            "the call is then approved")
+      for verb, shown, payload in (("approve", "a bare string", "x" * 2_100_000),
+                                   ("user_message", "its text", {"text": "x" * 2_100_000}))),
     Wedge("a signal nested 250 levels deep", "`approve` signal / `approve_update`", "decision_refused",
           {"verb": "approve", "raw": '{"args": {"path": ' + _nested(250) + '}}', "field": ""},
           "signal: listed in `status.ignored_signals` (malformed); Update: rejected; the call is then approved"),

@@ -226,22 +226,16 @@ async def start_raw(agent: Agent, start_input: Any, **options: Any) -> WorkflowH
 
 async def refused_start(session: WorkflowHandle[Any, Any], timeout: float = 20) -> str:
     """The reason a start was refused; fails if the session runs on, or a workflow task failed."""
-    async def outcome() -> str | None:
-        try:
-            await asyncio.wait_for(asyncio.shield(session.result()), 0.5)
-        except WorkflowFailureError as failure:
-            return failure.cause.message
-        except asyncio.TimeoutError:
-            await assert_no_failed_workflow_task(session)
-            return None
-        raise AssertionError("the session ended normally; its input was not refused")
-
     deadline = asyncio.get_running_loop().time() + timeout
-    while (reason := await outcome()) is None:
+    while (await session.describe()).status == WorkflowExecutionStatus.RUNNING:
+        await assert_no_failed_workflow_task(session)
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"the start was not refused within {timeout}s: {await query(session, 'status')}")
+        await asyncio.sleep(0.2)
+    with pytest.raises(WorkflowFailureError) as failure:
+        await session.result()
     await assert_no_failed_workflow_task(session)
-    return reason
+    return failure.value.cause.message
 
 
 def payload_of(detail: dict[str, Any]) -> Any:
@@ -293,6 +287,16 @@ async def check_refusal_flood(agent: Agent, detail: dict[str, Any]) -> None:
     assert len(runs) > 1, "the session never continued as new"
     assert (await session.describe()).status == WorkflowExecutionStatus.RUNNING
     assert [p["call_id"] for p in await query(session, "pending")] == [p["call_id"] for p in before]
+    await can_still_decide(session, agent.workspace)
+
+
+async def check_update_over_limit(agent: Agent, detail: dict[str, Any]) -> None:
+    session = await agent.start(bad_inputs.DELETE)
+    before = await pending_items(session)
+    with pytest.raises((WorkflowUpdateFailedError, RPCError)):
+        await asyncio.wait_for(session.execute_update(f"{detail['verb']}_update", detail["payload"]), 30)
+    await assert_healthy(session)
+    assert await query(session, "pending") == before
     await can_still_decide(session, agent.workspace)
 
 
@@ -427,7 +431,7 @@ async def test_an_input_that_once_wedged_a_session_is_refused_or_survived(
     checks = {
         "start_refused": check_start_refused, "forged_carried": check_forged_carried,
         "decision_refused": check_decision_refused, "repeated_refusals": check_repeated_refusals,
-        "refusal_flood": check_refusal_flood,
+        "refusal_flood": check_refusal_flood, "update_over_limit": check_update_over_limit,
         "unknown_encoding": check_unknown_encoding, "big_messages": check_big_messages,
         "cancel_then_approve": check_cancel_then_approve, "four_eyes_grant": check_four_eyes_grant,
         "rules_hold": check_rules_hold,

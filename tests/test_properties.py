@@ -26,6 +26,7 @@ import json
 import math
 import os
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +64,13 @@ SETTINGS = settings(
 SIGNALS = ("user_message", "approve", "reject", "answer", "cancel")
 DELETE = "please delete notes.txt"
 CURRENT = "<the pending call>"  # replaced by the pending call's id when sent
-RULES = (  # the decision rules of a reused session: one approver, or two of two
-    {"approvers": {"delete_file": ["oncall"]}},
-    {"approvers": {"*": ["oncall", "lead"]}, "required_approvals": {"delete_file": 2}},
+# Reused sessions take turns: what they ask for (an approval, a question, a
+# review) and the rules over who decides. Each pause kind meets every payload.
+OPENERS = (
+    (DELETE, {"approvers": {"delete_file": ["oncall"]}}),
+    (DELETE, {"approvers": {"*": ["oncall", "lead"]}, "required_approvals": {"delete_file": 2}}),
+    ("book me a flight to Beijing on 2026-12-24", {"approvers": {"*": ["oncall"]}}),
+    ("draft an email to ana@example.com about lunch saying see you at noon", {"approvers": {"*": ["oncall"]}}),
 )
 
 # ------------------------------------------------------------------ strategies
@@ -159,25 +164,29 @@ def too_large(error: RPCError) -> bool:
 
 
 class PausedSessions:
-    """A session paused on `delete notes.txt`, reused for as long as it stays paused."""
+    """A paused session, reused for as long as it stays paused on one untouched call."""
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
         self.handle: WorkflowHandle[Any, Any] | None = None
         self.rules: dict[str, Any] = {}
+        self.opener = DELETE
         self.started = 0
 
     async def paused(self) -> tuple[WorkflowHandle[Any, Any], dict[str, Any], dict[str, Any]]:
         (self.agent.workspace / "notes.txt").write_text("remember the milk\n")
         if self.handle is not None:
-            pending = await self.handle.query("pending")
-            if len(pending) == 1 and pending[0]["tool"] == "delete_file" and not pending[0]["approvals"]:
+            try:
+                pending = await self.handle.query("pending", rpc_timeout=timedelta(seconds=5))
+            except RPCError:  # wedged by an earlier example, which has failed for it already
+                pending = []
+            if len(pending) == 1 and not pending[0].get("approvals"):
                 return self.handle, pending[0], self.rules
             if (await self.handle.describe()).status == WorkflowExecutionStatus.RUNNING:
                 await self.handle.terminate("the property test moves on to a fresh session")
-        self.rules = RULES[self.started % len(RULES)]
+        self.opener, self.rules = OPENERS[self.started % len(OPENERS)]
         self.started += 1
-        self.handle = await self.agent.start(DELETE, **self.rules)
+        self.handle = await self.agent.start(self.opener, **self.rules)
         status = await wait_for_status(self.handle, lambda s: s["pending"] == 1)
         assert status["state"] == "awaiting_human"
         return self.handle, (await self.handle.query("pending"))[0], self.rules
@@ -186,7 +195,7 @@ class PausedSessions:
         """Ask for a new decision in the same session, for the next example."""
         assert self.handle is not None
         (self.agent.workspace / "notes.txt").write_text("remember the milk\n")
-        await self.handle.signal("user_message", {"text": DELETE})
+        await self.handle.signal("user_message", {"text": self.opener})
         await wait_for_status(self.handle, lambda s: s["pending"] >= 1 or s["state"] == "closed")
 
 
@@ -203,17 +212,27 @@ def allowed_for(rules: dict[str, Any], tool: str | None) -> list[str] | None:
     return approvers.get(tool or "", approvers.get("*"))
 
 
-async def assert_every_approval_was_allowed(handle: WorkflowHandle[Any, Any], rules: dict[str, Any], workspace: Path) -> None:
+APPROVALS = ("approved", "edited", "auto_approved")
+
+
+async def approvals_in(handle: WorkflowHandle[Any, Any]) -> int:
+    return sum(event["event"] in APPROVALS for event in await handle.query("audit"))
+
+
+async def assert_every_approval_was_allowed(
+    handle: WorkflowHandle[Any, Any], rules: dict[str, Any], workspace: Path, approvals_before: int | None = None
+) -> None:
     """The audit shows only allowed approvals (a remembered one rests on an allowed
-    person too), and the file is gone only if a call was approved."""
+    person too); and when no approval was added since `approvals_before`, the
+    file (written afresh before each example) is still there."""
     audit = await handle.query("audit")
-    approvals = [e for e in audit if e["event"] in ("approved", "edited", "auto_approved")]
+    approvals = [e for e in audit if e["event"] in APPROVALS]
     for event in approvals:
         allowed = allowed_for(rules, event["tool"])
         if allowed is not None:
             assert event["by"] in allowed, f"{event['by']!r} approved, but only {allowed} may: {event}"
-    if not approvals:
-        assert (workspace / "notes.txt").exists(), f"notes.txt was deleted without an approval; audit: {audit}"
+    if approvals_before is not None and len(approvals) == approvals_before:
+        assert (workspace / "notes.txt").exists(), f"notes.txt was deleted without an approval; audit: {audit[-5:]}"
 
 
 async def settle_what_is_left(handle: WorkflowHandle[Any, Any]) -> None:
@@ -227,14 +246,16 @@ async def settle_what_is_left(handle: WorkflowHandle[Any, Any]) -> None:
     raise AssertionError("the session kept asking")
 
 
-async def after_an_attack(sessions: PausedSessions, rules: dict[str, Any], item: dict[str, Any]) -> None:
+async def after_an_attack(
+    sessions: PausedSessions, rules: dict[str, Any], item: dict[str, Any], approvals_before: int
+) -> None:
     assert sessions.handle is not None
     handle, workspace = sessions.handle, sessions.agent.workspace
     answers = await assert_healthy(handle)
-    await assert_every_approval_was_allowed(handle, rules, workspace)
+    await assert_every_approval_was_allowed(handle, rules, workspace, approvals_before)
     still = [p for p in answers["pending"] if p["call_id"] == item["call_id"]]
     if still:  # the attack changed nothing about it: a sane decision must settle it
-        assert await decide_sanely(handle, still[0]) in ("approved", "rejected")
+        assert await decide_sanely(handle, still[0]) in ("approved", "rejected", "answered")
     await settle_what_is_left(handle)
     await assert_every_approval_was_allowed(handle, rules, workspace)
     status = (await assert_healthy(handle))["status"]
@@ -245,13 +266,19 @@ async def after_an_attack(sessions: PausedSessions, rules: dict[str, Any], item:
 # ------------------------------------------------------------------- the tests
 
 
+# Everything is drawn before the session is touched, so a replayed example draws the same.
+decisions = st.sampled_from(SIGNALS).flatmap(lambda verb: st.tuples(st.just(verb), payloads(verb)))
+
+
 @SETTINGS
-@given(data=st.data(), verb=st.sampled_from(SIGNALS), how=ENCODINGS)
-async def test_no_signal_payload_wedges_a_paused_session(agent: Agent, data: st.DataObject, verb: str, how: str) -> None:
+@given(decision=decisions, how=ENCODINGS)
+async def test_no_signal_payload_wedges_a_paused_session(agent: Agent, decision: tuple[str, Any], how: str) -> None:
+    verb, drawn = decision
     sessions = pool(agent)
     handle, item, rules = await sessions.paused()
-    payload = resolve(data.draw(payloads(verb), label="payload"), item["call_id"])
+    payload = resolve(drawn, item["call_id"])
     refused_before = sum(e["event"] == "refused" for e in await handle.query("audit"))
+    approvals_before = await approvals_in(handle)
     try:
         await handle.signal(verb, encode(payload, how))
     except RPCError as error:  # the server refuses payloads over its limit: nothing reached the session
@@ -260,15 +287,17 @@ async def test_no_signal_payload_wedges_a_paused_session(agent: Agent, data: st.
         if how != "json":  # the README's promise: a malformed payload is listed, never silently dropped
             audit = await handle.query("audit")
             assert sum(e["event"] == "refused" for e in audit) == refused_before + 1, f"{how} {verb} was not listed"
-    await after_an_attack(sessions, rules, item)
+    await after_an_attack(sessions, rules, item, approvals_before)
 
 
 @SETTINGS
-@given(data=st.data(), verb=st.sampled_from(SIGNALS), how=ENCODINGS)
-async def test_no_update_payload_wedges_a_paused_session(agent: Agent, data: st.DataObject, verb: str, how: str) -> None:
+@given(decision=decisions, how=ENCODINGS)
+async def test_no_update_payload_wedges_a_paused_session(agent: Agent, decision: tuple[str, Any], how: str) -> None:
+    verb, drawn = decision
     sessions = pool(agent)
     handle, item, rules = await sessions.paused()
-    payload = resolve(data.draw(payloads(verb), label="payload"), item["call_id"])
+    payload = resolve(drawn, item["call_id"])
+    approvals_before = await approvals_in(handle)
     try:
         reply = await asyncio.wait_for(handle.execute_update(f"{verb}_update", encode(payload, how)), 30)
     except asyncio.TimeoutError:
@@ -281,7 +310,7 @@ async def test_no_update_payload_wedges_a_paused_session(agent: Agent, data: st.
     else:
         assert how == "json", f"an undecodable {verb}_update was accepted: {reply}"
         assert reply["accepted"] is True
-    await after_an_attack(sessions, rules, item)
+    await after_an_attack(sessions, rules, item, approvals_before)
 
 
 SESSION_FIELDS: dict[str, st.SearchStrategy[Any]] = {
