@@ -69,6 +69,7 @@ class LongTurn:
     history_bytes: int
     new_content_bytes: int
     calls: list[ModelCall] = field(default_factory=list, repr=False)
+    transcript_read_seconds: float | None = None
 
     @property
     def bytes_per_step(self) -> float:
@@ -102,6 +103,12 @@ def step_overheads(calls: list[ModelCall]) -> dict[int, float]:
     }
 
 
+def slowest_step(calls: list[ModelCall]) -> tuple[int, float] | None:
+    """The step that took longest besides the model (a hand-over or a retried task shows here)."""
+    overheads = step_overheads(calls)
+    return max(overheads.items(), key=lambda item: item[1]) if overheads else None
+
+
 def overhead_near(calls: list[ModelCall], step: int) -> Overhead | None:
     """The median over the PROBE_SAMPLES steps nearest `step` (at most step+1 of them, so
     "near step 10" means steps 5 to 15); None when the turn never got that far."""
@@ -124,12 +131,14 @@ async def product_turn(client: Client, workspace: Path, steps: int, text_bytes: 
             AgentWorkflow.run, {"message": MESSAGE, "max_steps": steps}, id=session_id, task_queue=task_queue,
         )
         status = await until_idle(client, session_id)
+        began = time.perf_counter()  # a page held by an earlier, closed run is read by replaying that run
         transcript = await read_all(client, session_id, "transcript_page", "messages")  # queries need the worker
+        read_seconds = time.perf_counter() - began
     measured = await measure_history(client, session_id)
     outcome = "idle" if status["error"] is None else f"{status['state']}, error: {status['error']}"
     return LongTurn(
         "product", steps, len({call.step for call in model.calls}), outcome, measured.runs, measured.events,
-        measured.bytes, sum(json_size(m) for m in transcript), model.calls,
+        measured.bytes, sum(json_size(m) for m in transcript), model.calls, read_seconds,
     )
 
 
@@ -234,17 +243,19 @@ def table(turns: list[LongTurn], text_bytes: int) -> str:
     probes = tuple(sorted({t.steps for t in turns}))
     overheads = overheads_by_design(turns, probes)
     header = ("design", "steps", "reached", "runs", "events", "history", "bytes/step", "new/step", "x new",
-              "overhead ms", "x first", "outcome")
+              "overhead ms", "x first", "slowest step", "read transcript", "outcome")
     rows: list[tuple[str, ...]] = [header]
     for turn in turns:
         mine = overheads[turn.design]
-        at, first = mine.get(turn.steps), mine.get(probes[0])
+        at, first, slowest = mine.get(turn.steps), mine.get(probes[0]), slowest_step(turn.calls)
         rows.append((
             turn.design, f"{turn.steps:,}", f"{turn.reached:,}", str(turn.runs), f"{turn.events:,}",
             f"{turn.history_bytes / 1e6:.2f} MB", f"{turn.bytes_per_step:,.0f}", f"{turn.new_per_step:,.0f}",
             f"{turn.bytes_per_step / max(1.0, turn.new_per_step):.1f}",
             f"{at.median_ms:.1f} (n={at.samples})" if at else "-",
             f"{at.median_ms / first.median_ms:.2f}" if at and first and first.median_ms > 0 else "-",
+            f"{slowest[1]:.2f} s (#{slowest[0]})" if slowest else "-",
+            f"{turn.transcript_read_seconds:.1f} s" if turn.transcript_read_seconds is not None else "-",
             turn.outcome,
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
@@ -257,6 +268,8 @@ def table(turns: list[LongTurn], text_bytes: int) -> str:
         "new/step: the turn's messages, JSON-encoded, per step reached; x new = bytes/step / new/step.",
         f"overhead ms: a step's wall time minus the model's own (median {model_ms:.2f} ms), median over the",
         "  steps nearest `steps` in the design's longest turn; x first = against the first probe step.",
+        "slowest step: the turn's longest step besides the model, and which step it was.",
+        "read transcript: reading the whole transcript back (transcript_page, every run) once the turn ended.",
     ]
     return "\n".join(lines + [""] + notes)
 
