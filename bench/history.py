@@ -248,11 +248,13 @@ def table(turns: list[LongTurn], text_bytes: int) -> str:
     for turn in turns:
         mine = overheads[turn.design]
         at, first, slowest = mine.get(turn.steps), mine.get(probes[0]), slowest_step(turn.calls)
+        if at is None and turn.reached < turn.steps:  # ended early: its last steps, labelled as such
+            at = overhead_near(turn.calls, turn.reached - 1)
         rows.append((
             turn.design, f"{turn.steps:,}", f"{turn.reached:,}", str(turn.runs), f"{turn.events:,}",
             f"{turn.history_bytes / 1e6:.2f} MB", f"{turn.bytes_per_step:,.0f}", f"{turn.new_per_step:,.0f}",
             f"{turn.bytes_per_step / max(1.0, turn.new_per_step):.1f}",
-            f"{at.median_ms:.1f} (n={at.samples})" if at else "-",
+            (f"{at.median_ms:.1f} (n={at.samples})" + (f" @{at.step}" if at.step != turn.steps else "")) if at else "-",
             f"{at.median_ms / first.median_ms:.2f}" if at and first and first.median_ms > 0 else "-",
             f"{slowest[1]:.2f} s (#{slowest[0]})" if slowest else "-",
             f"{turn.transcript_read_seconds:.1f} s" if turn.transcript_read_seconds is not None else "-",
