@@ -15,8 +15,8 @@ continue-as-new state. After each example:
 - a sane decision (the right call_id, by an allowed person) still settles the
   pending call, and the session can pause again.
 
-Sessions are reused while they stay paused, so CI stays fast (40 examples
-per test, about a minute in all); HITL_PROPERTY_EXAMPLES=500 hunts longer.
+Sessions are reused while they stay paused, so CI stays fast (80 examples
+per test, 240 in all, a few minutes); HITL_PROPERTY_EXAMPLES=500 hunts longer.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from tests.session_health import (
     wait_for_status,
 )
 
-EXAMPLES = int(os.environ.get("HITL_PROPERTY_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("HITL_PROPERTY_EXAMPLES", "80"))
 # Shrinking replays a failure hundreds of times against the live server; the
 # failing example is printed either way. HITL_PROPERTY_SHRINK=1 shrinks it.
 PHASES = [Phase.explicit, Phase.reuse, Phase.generate, *([Phase.shrink] if os.environ.get("HITL_PROPERTY_SHRINK") else [])]
