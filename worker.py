@@ -14,7 +14,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.notify import NotifyActivities
-from activities.model import ModelActivities, ModelBackend, backend_from_env
+from activities.model import ModelActivities, ModelBackend, backend_from_env, unknown_tools
 from activities.run_tool import ToolActivities
 from exit_cleanly import exit_now
 from settings import Settings, connect
@@ -46,8 +46,12 @@ def build_worker(
         client,
         task_queue=task_queue,
         workflows=[AgentWorkflow],
-        activities=[model.call_model, tools.run_tool, notify.notify],
+        activities=[model.call_model, tools.run_tool, notify.notify, unknown_tools],
         workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX),
+        # A rejected Update is answered with the request it rejects; the worker's own
+        # size check would turn a caller's oversized Update into a task that fails for
+        # ever. The server still refuses anything it would store over its limits.
+        disable_payload_error_limit=True,
     )
 
 

@@ -12,10 +12,12 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from activities.model_context import read_model_request
+from activities.reply_bounds import bounded_reply
 from activities.tools import CATALOG
 from settings import Settings
 from workflows.conversation import ModelReply
 from workflows.planning import catalog_plans
+from workflows.rules import DecisionRules
 from workflows.requests import ConversationRef, ModelRequest
 
 HEARTBEAT_EVERY_SECONDS = 5
@@ -58,7 +60,7 @@ class ModelActivities:
         try:
             async with heartbeating():
                 model_request = await self.resolve(request)
-                reply = await self.backend.complete(model_request)
+                reply = bounded_reply(await self.backend.complete(model_request))
             return with_catalog_plans(reply, model_request)
         except ApplicationError as error:
             if error.non_retryable:
@@ -77,6 +79,12 @@ class ModelActivities:
         if self.client is None:
             raise ApplicationError("this worker has no Temporal client to read conversations with", non_retryable=True)
         return await read_model_request(self.client, request)
+
+
+@activity.defn(name="unknown_tools")
+async def unknown_tools(rules: dict) -> list[str]:
+    """What a session's rules name that this worker's catalog does not have (a local activity)."""
+    return DecisionRules.model_validate(rules).unknown_tools(set(CATALOG.names()))
 
 
 def with_catalog_plans(reply: ModelReply, request: ModelRequest) -> ModelReply:

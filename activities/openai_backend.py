@@ -27,23 +27,12 @@ from typing import Any, NoReturn
 import openai
 from temporalio.exceptions import ApplicationError
 
+from activities.reply_bounds import MAX_CALL_ID_BYTES, MAX_TOOL_CALLS, bounded_reply, cut_bytes
 from workflows.conversation import FunctionCall, ModelReply, ToolCall
 from workflows.requests import ModelRequest
 
 RETRYABLE_STATUS = {408, 409, 429}
 
-# What one model reply may carry, in UTF-8 bytes.
-MAX_CONTENT_BYTES = 100_000  # the reply's text, cut on a character boundary
-MAX_ARGUMENTS_BYTES = 32_768  # one tool call's arguments; larger ones are replaced, never cut
-MAX_TOOL_CALLS = 64  # per reply; later calls are dropped
-MAX_CALL_ID_BYTES = 256  # a call id or tool name longer than this is cut (ids are made unique later)
-# All tool calls' arguments together, as JSON-escaped in the payload: 64 calls
-# at the per-call limit (or escaping that multiplies a byte by six) must not
-# push the reply over Temporal's 2 MB limit. Calls past it are replaced too.
-# Worst case of a whole reply: 600 kB of escaped text + 800 kB of arguments +
-# 64 escaped ids and names (200 kB) = 1.6 MB.
-MAX_ALL_ARGUMENTS_BYTES = 800_000
-OVERSIZED_ARGUMENTS = "__oversized_arguments_bytes__"  # marker key the planner refuses
 MAX_PROVIDER_MESSAGE_CHARS = 2_000  # of an error a provider sends, kept in the failure
 MAX_RETRY_AFTER_SECONDS = 600  # a provider asking for a day's wait must not park the session silently
 
@@ -120,7 +109,7 @@ def parse_reply(body: bytes) -> ModelReply:
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
         bad_response(f"choices[0].message is {json_kind(message)}, not an object")
-    return bounded_reply(content_text(message.get("content")), tool_calls_of(message.get("tool_calls")))
+    return bounded_reply(ModelReply(content=content_text(message.get("content")), tool_calls=tool_calls_of(message.get("tool_calls"))))
 
 
 def content_text(content: Any) -> str | None:
@@ -152,33 +141,6 @@ def tool_calls_of(calls: Any) -> list[ToolCall]:
             )
         )
     return parsed
-
-
-def bounded_reply(content: str | None, calls: list[ToolCall]) -> ModelReply:
-    """The reply within its byte limits: text cut, oversized arguments replaced by a marker."""
-    budget = MAX_ALL_ARGUMENTS_BYTES
-    for call in calls:
-        size = len(call.function.arguments.encode("utf-8"))
-        escaped = len(json.dumps(call.function.arguments, ensure_ascii=False).encode("utf-8"))
-        if size > MAX_ARGUMENTS_BYTES or escaped > budget:
-            call.function.arguments = oversized_arguments(size)
-            escaped = len(json.dumps(call.function.arguments))
-        budget -= escaped
-    return ModelReply(content=None if content is None else cut_bytes(content, MAX_CONTENT_BYTES), tool_calls=calls)
-
-
-def oversized_arguments(size: int) -> str:
-    """The arguments a call carries instead of ones too large to keep: never a truncation
-    that would read as different arguments."""
-    return json.dumps({OVERSIZED_ARGUMENTS: size})
-
-
-def cut_bytes(text: str, limit: int) -> str:
-    """At most `limit` UTF-8 bytes of `text`, cut on a character boundary."""
-    encoded = text.encode("utf-8")
-    if len(encoded) <= limit:
-        return text
-    return encoded[:limit].decode("utf-8", errors="ignore")
 
 
 def cut_text(text: str, limit: int) -> str:

@@ -174,9 +174,9 @@ class Oversized:
 
 OVERSIZED = [
     Oversized("a 3 MB user_message signal", "the server refuses it (payload too large); the session goes on unchanged"),
-    Oversized("a 200 KB message through user_message_update", "rejected: \"text: String should have at most 100000 characters\""),
-    Oversized("a 200 KB answer", "rejected: \"answer refused: the answer is longer than 100000 characters\"; the question stays pending"),
-    Oversized("a tool that returns 3 MB", "the model reads the first 64000 characters and a note of how much was cut"),
+    Oversized("a 200 KB message through user_message_update", "rejected: \"text: Value error, is 200000 bytes; at most 100000 are accepted\""),
+    Oversized("a 200 KB answer", "rejected: \"answer: Value error, is 200002 bytes as JSON; at most 100000 are accepted\"; the question stays pending"),
+    Oversized("a tool that returns 3 MB", "the model reads the first 64,000 bytes (a note of how much was cut included)"),
 ]
 
 
@@ -272,10 +272,13 @@ WEDGES = [
           {"verb": "reject", "payload": {"call_id": "c" * MB}, "times": 4},
           "each ignored and recorded clipped to a few hundred bytes; `status` answers; the session continues as new "
           "and its next call is decided"),
-    Wedge("30 refused `reject`s with a 1.9 MB `reason` each, while a call waits", "`reject` signal", "refusal_flood",
+    Wedge("30 refused `reject`s with a 1.9 MB `reason` each, each sent once the last was refused, while a call waits",
+          "`reject` signal", "refusal_flood",
           {"verb": "reject", "payload": {"call_id": "nope", "reason": "r" * 1_900_000}, "times": 30},
           "each ignored; the session continues as new before its history nears Temporal's 50 MB limit, so the "
-          "server never terminates it; the call is then approved"),
+          "server never terminates it; the call is then approved. (Signals of 2 MB sent without pause can keep "
+          "any workflow from completing a continue-as-new: Temporal refuses it while unseen signals wait. Only "
+          "a caller with write access to the frontend, who could terminate the session outright, can do that.)"),
     *(Wedge(f"an unknown key of 1.1 MB{where}, on `{verb}`", f"`{verb}` signal / `{verb}_update`", "decision_refused",
             {"verb": verb, "payload": payload, "field": "Extra inputs are not permitted", "reason_at_most": 2_000},
             "ignored / rejected with a reason clipped to a few hundred bytes; the call is then approved")

@@ -144,9 +144,10 @@ async def test_paths_that_leave_the_workspace_are_refused_to_the_model(openai_ag
     results = {m["tool_call_id"]: m["content"] for m in fake.requests[1]["messages"] if m["role"] == "tool"}
     assert "leaves the workspace" in results["a"]
     assert "is absolute" in results["b"]
-    assert "leads outside the workspace" in results["c"]
+    assert results["c"].endswith("Deleted the link link.txt (what it pointed to is untouched).")
+    assert not (agent.workspace / "link.txt").is_symlink(), "deleting a link removes the link itself"
     assert "there is no file 'missing.txt'" in results["d"]
-    assert all(r.startswith("Error: delete_file failed") for r in results.values())
+    assert all(results[c].startswith("Error: delete_file failed") for c in "abd")
     await assert_healthy(session)
 
 

@@ -19,13 +19,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.model import MODEL_ATTEMPTS, ModelActivities
-from activities.openai_backend import (
-    MAX_ARGUMENTS_BYTES,
-    MAX_CONTENT_BYTES,
-    MAX_TOOL_CALLS,
-    OVERSIZED_ARGUMENTS,
-    OpenAIBackend,
-)
+from activities.openai_backend import OpenAIBackend
+from activities.reply_bounds import MAX_ARGUMENTS_BYTES, MAX_CONTENT_BYTES, MAX_TOOL_CALLS, OVERSIZED_ARGUMENTS
 from activities.run_tool import MAX_RESULT_BYTES, ToolActivities, within_limit
 from activities.tools import ToolError, ToolSpec
 from activities.tools.catalog import ToolCatalog

@@ -108,6 +108,7 @@ HAND_OVER_ANYWHERE = "continue-as-new-inside-turns-and-pauses"
 # Past these the session stops waiting for people rather than be ended by Temporal.
 HISTORY_EVENTS_CRITICAL = 45_000
 HISTORY_BYTES_CRITICAL = 40_000_000
+RULE_FIELDS = {"approvers", "required_approvals", "auto_approve", "require_approval"}
 PAGE_BYTES = 1_000_000  # a query answer stays far below Temporal's 2 MB
 AUDIT_EVENT: dict[Outcome, str] = {
     "approved": "approved", "edited": "edited", "rejected": "rejected", "declined": "rejected",
@@ -167,6 +168,9 @@ class AgentWorkflow:
         """The start input, or a setup error that fails the session at once with the reason."""
         try:
             config = SessionInput.model_validate(decoded(request))
+            problems = config.rule_problems()
+            if problems:
+                raise Refusal("; ".join(problems))
             if config.carried is None:
                 return config, None
             if workflow.info().continued_run_id is None:
@@ -187,6 +191,8 @@ class AgentWorkflow:
         if self.setup_error:
             raise ApplicationError(self.setup_error, type="InvalidSessionInput", non_retryable=True)
         self.hands_over_anywhere = workflow.patched(HAND_OVER_ANYWHERE)
+        if self.hands_over_anywhere and workflow.info().continued_run_id is None:
+            await self.check_tool_names()
         try:
             if self.in_turn:  # this run continues a turn the previous run was in
                 await self.guarded(self.run_turn(resumed=True))
@@ -198,6 +204,16 @@ class AgentWorkflow:
         # Let Update handlers that are still replying finish before the run ends.
         await workflow.wait_condition(workflow.all_handlers_finished)
         return SessionSummary(reason=self.closed_reason or "closed", turns=self.turn, last_answer=self.last_answer)
+
+    async def check_tool_names(self) -> None:
+        """Rules that name an unknown tool are refused, judged by the worker's catalog as the
+        session starts; a local activity records the verdict, so a later catalog cannot change it."""
+        problems = await workflow.execute_local_activity(
+            "unknown_tools", self.config.model_dump(include=RULE_FIELDS), result_type=list[str],
+            start_to_close_timeout=timedelta(seconds=10),
+        )
+        if problems:
+            raise ApplicationError(f"invalid session input: {'; '.join(problems)}", type="InvalidSessionInput", non_retryable=True)
 
     async def next_user_turn(self) -> bool:
         if self.turn:
@@ -548,8 +564,12 @@ class AgentWorkflow:
             self.record_settlement(settlement)
 
     def grant_for(self, plan: PlannedCall) -> Grant | None:
+        """A remembered approval that covers this call; under four-eyes, never its author's own request."""
         sha, now = args_sha256(plan.args), workflow.now()
-        return next((grant for grant in self.grants if grant.covers(plan.tool, sha, now)), None)
+        return next((
+            grant for grant in self.grants
+            if grant.covers(plan.tool, sha, now) and not (self.config.four_eyes and grant.by == self.speaker)
+        ), None)
 
     def live_grants(self) -> list[Grant]:
         now = workflow.now()
@@ -735,10 +755,11 @@ class AgentWorkflow:
 
     @staticmethod
     def validate(payload: RawValue, check: Callable[[Any], Any]) -> None:
+        """An Update's validator: the rejection quotes at most a few hundred bytes of what was sent."""
         try:
             check(decoded(payload))
-        except Refusal:
-            raise
+        except Refusal as refusal:
+            raise Refusal(clip(str(refusal), RECORDED_BYTES * 4)) from None
         except Exception as error:
             raise Refusal(f"internal error: {type(error).__name__}: {clip(str(error), RECORDED_BYTES)}") from None
 

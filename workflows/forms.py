@@ -74,6 +74,12 @@ def _check_field(name: str, field: dict[str, Any], value: Any) -> Any:
 
 
 def describe_validation_error(error: ValidationError) -> str:
+    """Where and what, never the input; a caller's megabyte-long key is quoted by its start."""
     return "; ".join(
-        f"{'.'.join(str(p) for p in item['loc']) or 'value'}: {item['msg']}" for item in error.errors()[:5]
+        f"{'.'.join(_short(p) for p in item['loc']) or 'value'}: {_short(item['msg'], 300)}" for item in error.errors()[:5]
     )
+
+
+def _short(part: object, limit: int = 60) -> str:
+    text = str(part)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"

@@ -47,7 +47,33 @@ class DecisionRules(BaseModel):
         return list(listed) if listed is not None else None
 
     def approvals_needed(self, tool: str) -> int:
-        return max(1, (self.required_approvals or {}).get(tool, 1))
+        needed = self.required_approvals or {}
+        return max(1, needed.get(tool, needed.get(ANY_TOOL, 1)))
+
+    def unknown_tools(self, known_tools: set[str]) -> list[str]:
+        """Rules that name a tool the worker does not have (a typo would silently weaken them)."""
+        named = {
+            "approvers": list(self.approvers or {}), "required_approvals": list(self.required_approvals or {}),
+            "auto_approve": self.auto_approve, "require_approval": self.require_approval,
+        }
+        problems = []
+        for rule, tools in named.items():
+            unknown = sorted(set(tools) - known_tools - {ANY_TOOL})
+            if unknown:
+                problems.append(f"{rule}: no tool named {', '.join(map(repr, unknown))}")
+        return problems
+
+    def rule_problems(self) -> list[str]:
+        """Rules nobody could satisfy: refused at start rather than left to wedge a call."""
+        problems = []
+        for tool, people in (self.approvers or {}).items():
+            if not people:
+                problems.append(f"approvers: nobody may decide {tool!r}")
+        for tool, count in (self.required_approvals or {}).items():
+            listed = self.approvers_for(tool)
+            if listed is not None and count > len(set(listed) | set(self.escalate_to)):
+                problems.append(f"required_approvals: {tool!r} needs {count} approvals but only {len(set(listed))} people may approve it")
+        return problems
 
     def policy_for(self, tool: str) -> Literal["require", "auto"] | None:
         """Per-session overrides beside the tool's own flag; requiring wins."""
