@@ -3,6 +3,7 @@ processes (`worker.py`, `starter.py serve`), the `temporal` CLI, keys."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import subprocess
@@ -81,3 +82,20 @@ def temporal_cli(*args: str, **variables: str) -> subprocess.CompletedProcess[st
     """The real `temporal` CLI, with only the given TEMPORAL_* settings."""
     return subprocess.run([temporal_binary(), *args], env=product_env(**variables),
                           capture_output=True, text=True, timeout=60)
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+async def run_starter(*args: str, **variables: str) -> Ran:
+    """`python starter.py ...` without blocking the event loop (a test's proxy may live on it)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "starter.py", *args, cwd=ROOT, env=product_env(**variables),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    return Ran(process.returncode or 0, out.decode(), err.decode())
