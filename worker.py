@@ -6,12 +6,16 @@ import asyncio
 import importlib
 import os
 import signal
+import socket
 import sys
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Mapping
 
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.worker import Worker, WorkerDeploymentConfig
@@ -163,6 +167,28 @@ async def connect_with_patience(settings: Settings, attempts: int = 30) -> Clien
     raise AssertionError("unreachable")
 
 
+async def pollers(client: Client, task_queue: str) -> set[str]:
+    """Identities of the workers polling a task queue for workflow tasks now."""
+    answer = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+        namespace=client.namespace, task_queue=TaskQueue(name=task_queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    ))
+    return {poller.identity for poller in answer.pollers}
+
+
+async def health_check() -> int:
+    """`python worker.py --check`: 0 when a worker of this host (container) polls its task queue.
+
+    The SDK's default identity is `<pid>@<hostname>`; HITL_WORKER_IDENTITY replaces it.
+    """
+    settings = Settings.from_env()
+    identity = WorkerTuning.from_env().identity
+    polling = await pollers(await connect(settings), settings.task_queue)
+    here = [name for name in polling if name == identity or name.endswith(f"@{socket.gethostname()}")]
+    print(f"worker: polling {settings.task_queue}: {', '.join(here) or 'no worker of this host'}")
+    return 0 if here else 1
+
+
 async def main() -> None:
     settings = Settings.from_env()
     extra = load_tool_modules()
@@ -186,5 +212,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--check"]:
+        exit_now(asyncio.run(health_check()))
     asyncio.run(main())
     exit_now(0)

@@ -52,5 +52,4 @@ def serve(host: str | None = None, port: int | None = None) -> None:
         create_app(),
         host=host or os.environ.get("HITL_API_HOST", "127.0.0.1"),
         port=port or int(os.environ.get("HITL_API_PORT", "8000")),
-        log_level=os.environ.get("HITL_API_LOG_LEVEL", "info"),
     )

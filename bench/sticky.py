@@ -28,13 +28,10 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
 from bench.load import start_worker
-from worker import WorkerTuning
+from worker import WorkerTuning, pollers
 from workflows.agent import AgentWorkflow
 
 
@@ -54,15 +51,6 @@ class StickyReport:
         figures = {**asdict(self), "crash_over_graceful": self.crash_over_graceful}
         return "\n".join(f"{key}: {value:.3f}" if isinstance(value, float) else f"{key}: {value}"
                          for key, value in figures.items())
-
-
-async def pollers(client: Client, task_queue: str) -> set[str]:
-    """Identities of the workers polling a task queue now."""
-    answer = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
-        namespace=client.namespace, task_queue=TaskQueue(name=task_queue),
-        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-    ))
-    return {poller.identity for poller in answer.pollers}
 
 
 async def until_polling(client: Client, task_queue: str, identity: str, timeout: float = 60) -> None:

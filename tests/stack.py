@@ -91,11 +91,15 @@ class Ran:
     stderr: str
 
 
-async def run_starter(*args: str, **variables: str) -> Ran:
-    """`python starter.py ...` without blocking the event loop (a test's proxy may live on it)."""
+async def run_product(script: str, *args: str, **variables: str) -> Ran:
+    """`python worker.py|starter.py ...` without blocking the event loop (a test's proxy may live on it)."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "starter.py", *args, cwd=ROOT, env=product_env(**variables),
+        sys.executable, script, *args, cwd=ROOT, env=product_env(**variables),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(process.communicate(), timeout=60)
     return Ran(process.returncode or 0, out.decode(), err.decode())
+
+
+async def run_starter(*args: str, **variables: str) -> Ran:
+    return await run_product("starter.py", *args, **variables)

@@ -15,6 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 from bench.load import start_worker
 from bench.sticky import approval_wait, until_polling
 from tests.conftest import pending_items, settled
+from tests.stack import Ran, run_product
 from workflows.agent import AgentWorkflow
 
 SESSIONS = 10
@@ -26,6 +27,11 @@ async def identities(handle: WorkflowHandle, kind: EventType.ValueType) -> list[
     if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
         return [e.workflow_task_completed_event_attributes.identity for e in history.events if e.event_type == kind]
     return [e.activity_task_started_event_attributes.identity for e in history.events if e.event_type == kind]
+
+
+async def health_check(address: str, task_queue: str, identity: str) -> Ran:
+    return await run_product("worker.py", "--check", TEMPORAL_ADDRESS=address, HITL_TASK_QUEUE=task_queue,
+                             HITL_WORKER_IDENTITY=identity)
 
 
 async def test_two_workers_share_sessions_and_one_takes_all_of_them_when_the_other_is_killed(
@@ -53,6 +59,11 @@ async def test_two_workers_share_sessions_and_one_takes_all_of_them_when_the_oth
         await asyncio.gather(*(pending_items(session) for session in sessions))
         handled_by = [set(await identities(s, EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)) for s in sessions]
         assert set().union(*handled_by) == set(names.values()), f"sessions landed on one worker only: {handled_by}"
+
+        # The container health check: is this worker polling its task queue?
+        address = env.client.service_client.config.target_host
+        assert (await health_check(address, task_queue, names["second"])).returncode == 0
+        assert (await health_check(address, f"{task_queue}-unserved", names["second"])).returncode == 1
 
         workers["first"].send_signal(signal.SIGKILL)
         workers["first"].wait()
