@@ -23,7 +23,9 @@ from activities.offline_model import OfflineModel
 from encryption import KEY_ID_METADATA, AesGcmCodec, EncryptionKeyError, derived_key_id, parse_keys
 from settings import data_converter
 from tests.conftest import pending_items, settled
-from tests.stack import ROOT, DevServer, api_server, new_key, private_dev_server, product_env, temporal_cli
+from tests.stack import (
+    ROOT, DevServer, api_server, new_key, private_dev_server, product_env, run_starter, temporal_cli,
+)
 from worker import build_worker
 from workflows.agent import AgentWorkflow
 
@@ -193,3 +195,25 @@ def test_the_worker_stops_at_start_on_a_malformed_key_and_says_why() -> None:
 def test_without_a_key_nothing_changes() -> None:
     assert data_converter(None) is pydantic_data_converter
     assert data_converter("") is pydantic_data_converter
+
+
+async def test_the_temporal_ui_summary_says_what_a_session_is_without_its_content(server: DevServer) -> None:
+    """starter.py's workflow summary is plain on purpose (readable without the key), so it carries no content."""
+    secret = f"gnu-{uuid.uuid4().hex[:10]}"
+    connection = {"TEMPORAL_ADDRESS": server.address, "HITL_TASK_QUEUE": "nobody-serves-this"}
+    encrypted = await run_starter("start", f"please email {secret}@example.com", "--session", f"summary-{secret[4:]}",
+                                  "--by", "ana", HITL_ENCRYPTION_KEY=new_key(), **connection)
+    plain = await run_starter("start", "please delete notes.txt", "--session", f"plain-{secret[4:]}", **connection)
+    assert encrypted.returncode == plain.returncode == 0, encrypted.stderr + plain.stderr
+
+    def metadata(session: str) -> dict[str, str]:
+        described = temporal_cli("workflow", "describe", "--workflow-id", session, "--address", server.address,
+                                 "--output", "json")
+        assert described.returncode == 0, described.stderr
+        return json.loads(described.stdout)["executionConfig"]["userMetadata"]
+
+    summary = metadata(f"summary-{secret[4:]}")
+    assert summary["summary"] == "Agent session by ana; conversation encrypted"
+    assert f"summary-{secret[4:]}" in summary["details"] and "pending" in summary["details"]
+    assert secret not in json.dumps(summary) and secret.encode() not in server.stored_bytes()
+    assert metadata(f"plain-{secret[4:]}")["summary"] == "Agent session: please delete notes.txt"
