@@ -35,7 +35,7 @@ from workflows.agent import AgentWorkflow
 SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
     "pydantic", "pydantic_core", "annotated_types", "typing_inspection",
     "workflows.conversation", "workflows.forms", "workflows.pauses", "workflows.planning",
-    "workflows.requests", "workflows.rules", "workflows.session",
+    "workflows.requests", "workflows.rules", "workflows.session", "workflows.limits", "workflows.handover",
 )
 
 
@@ -134,7 +134,7 @@ def build_worker(
     tuning: WorkerTuning | None = None,
 ) -> Worker:
     workspace.mkdir(parents=True, exist_ok=True)
-    model, notify = ModelActivities(backend), NotifyActivities(workspace, notify_url)
+    model, notify = ModelActivities(backend, client), NotifyActivities(workspace, notify_url)
     tools = tools or ToolActivities(workspace)
     return Worker(
         client,

@@ -8,14 +8,17 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator, Protocol
 
 from temporalio import activity
+from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from settings import Settings
 from workflows.conversation import ModelReply
-from workflows.requests import ModelRequest
+from activities.model_context import read_model_request
+from workflows.requests import ConversationRef, ModelRequest
 
 HEARTBEAT_EVERY_SECONDS = 5
 MODEL_ATTEMPTS = 6
+MAX_FAILURE_MESSAGE_CHARS = 4_000  # a failure's message lands in history and in status.error
 
 
 def final_on_attempt(error: Exception, attempts: int) -> Exception:
@@ -28,6 +31,8 @@ def final_on_attempt(error: Exception, attempts: int) -> Exception:
     if activity.info().attempt < attempts:
         return error
     message = getattr(error, "message", None) or str(error) or type(error).__name__
+    if len(message) > MAX_FAILURE_MESSAGE_CHARS:
+        message = message[:MAX_FAILURE_MESSAGE_CHARS] + " [...]"
     kind = getattr(error, "type", None) or type(error).__name__
     return ApplicationError(message, type=kind, non_retryable=True)
 
@@ -39,18 +44,35 @@ class ModelBackend(Protocol):
 
 
 class ModelActivities:
-    def __init__(self, backend: ModelBackend) -> None:
+    def __init__(self, backend: ModelBackend, client: Client | None = None) -> None:
         self.backend = backend
+        self.client = client
 
     @activity.defn(name="call_model")
-    async def call_model(self, request: ModelRequest) -> ModelReply:
+    async def call_model(self, request: ConversationRef | ModelRequest) -> ModelReply:
+        """Every exception of the call is counted: with no attempt limit in the
+        workflow's policy, one that slipped past would be retried for ever and
+        leave the session `running` with no error."""
         try:
             async with heartbeating():
-                return await self.backend.complete(request)
+                return await self.backend.complete(await self.resolve(request))
         except ApplicationError as error:
             if error.non_retryable:
                 raise
             raise final_on_attempt(error, MODEL_ATTEMPTS) from None
+        except Exception as error:  # noqa: BLE001 (a backend's own bug is a failure of the call too)
+            failure = ApplicationError(f"{type(error).__name__}: {error}", type="ModelBadResponse")
+            raise final_on_attempt(failure, MODEL_ATTEMPTS) from None
+
+
+    async def resolve(self, request: ConversationRef | ModelRequest) -> ModelRequest:
+        """Sessions pass a reference; a whole request still comes from a call scheduled
+        before references existed, when its activity task is retried."""
+        if isinstance(request, ModelRequest):
+            return request
+        if self.client is None:
+            raise ApplicationError("this worker has no Temporal client to read conversations with", non_retryable=True)
+        return await read_model_request(self.client, request)
 
 
 @asynccontextmanager

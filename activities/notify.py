@@ -15,12 +15,14 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.tools.errors import ToolError
+from activities.tools.workspace import NOTIFICATIONS, Workspace
 from workflows.requests import Notification
 
 
 class NotifyActivities:
     def __init__(self, workspace: Path, webhook_url: str | None = None) -> None:
-        self.outbox = workspace / "notifications.jsonl"
+        self.workspace = workspace
         self.webhook_url = webhook_url
 
     @activity.defn(name="notify")
@@ -29,9 +31,16 @@ class NotifyActivities:
         if self.webhook_url:
             await asyncio.to_thread(self._post, line.encode())
         else:
-            self.outbox.parent.mkdir(parents=True, exist_ok=True)
-            with self.outbox.open("a", encoding="utf-8") as sink:
-                sink.write(line + "\n")
+            await asyncio.to_thread(self._append, (line + "\n").encode())
+
+    def _append(self, line: bytes) -> None:
+        """One line appended to notifications.jsonl: 0600 (it carries arguments and
+        email bodies), and never written through a link."""
+        try:
+            with Workspace(self.workspace) as workspace:
+                workspace.append_private_file(NOTIFICATIONS, line)
+        except ToolError as refusal:
+            raise ApplicationError(str(refusal), type="NotifyRefused", non_retryable=True) from None
 
     def _post(self, body: bytes) -> None:
         request = urllib.request.Request(
@@ -47,7 +56,7 @@ class NotifyActivities:
 
 
 def read_notifications(workspace: Path) -> list[dict]:
-    path = workspace / "notifications.jsonl"
+    path = workspace / NOTIFICATIONS
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -19,7 +19,7 @@ from workflows.forms import describe_validation_error
 from workflows.requests import ToolInvocation
 
 
-MAX_RESULT_CHARS = 64_000
+MAX_RESULT_BYTES = 64_000  # UTF-8 bytes: Temporal counts bytes, and 64,000 CJK characters are 192 KB
 TOOL_ATTEMPTS = 3
 
 
@@ -36,9 +36,13 @@ class ToolActivities:
             async with heartbeating():
                 return await self._run(invocation)
         except ToolError as error:
-            raise ApplicationError(str(error), type="ToolError", non_retryable=True) from None
-        except Exception as error:
-            raise final_on_attempt(error, TOOL_ATTEMPTS) from error
+            # Bounded like a result: the model reads it, and history stores it.
+            raise ApplicationError(within_limit(str(error)), type="ToolError", non_retryable=True) from None
+        except Exception as error:  # noqa: BLE001 (counted: the workflow's policy has no attempt limit)
+            # `from None`: on early attempts this re-raises `error` itself, and
+            # `raise error from error` would make it its own cause, a loop the
+            # failure converter recurses into.
+            raise final_on_attempt(error, TOOL_ATTEMPTS) from None
 
     async def _run(self, invocation: ToolInvocation) -> str:
         spec = self.catalog.get(invocation.tool)
@@ -62,7 +66,12 @@ class ToolActivities:
 
 
 def within_limit(text: str) -> str:
-    """A model cannot read megabytes, and Temporal refuses payloads over 2 MB."""
-    if len(text) <= MAX_RESULT_CHARS:
+    """A model cannot read megabytes, and Temporal refuses payloads over 2 MB.
+
+    At most MAX_RESULT_BYTES in UTF-8, the note included, cut on a character boundary."""
+    encoded = text.encode("utf-8")
+    if len(encoded) <= MAX_RESULT_BYTES:
         return text
-    return f"{text[:MAX_RESULT_CHARS]}\n[... {len(text) - MAX_RESULT_CHARS} more characters cut]"
+    room = MAX_RESULT_BYTES - len(f"\n[... {len(encoded)} more bytes cut]".encode("utf-8"))
+    kept = encoded[:room].decode("utf-8", errors="ignore")
+    return f"{kept}\n[... {len(encoded) - len(kept.encode('utf-8'))} more bytes cut]"

@@ -1,10 +1,15 @@
-"""Many paused sessions on one worker: start rate, worker memory, finding them, resuming one.
+"""Many paused sessions on one worker: start rate, worker memory, finding them, resuming them.
 
     python -m bench.load --sessions 10000
 
 starts its own dev server (file-backed, the demo's settings) and one
-`python worker.py` process, then parks that many sessions on an approval.
-tests/test_load.py runs the same code with 1,000 sessions.
+`python worker.py` process, then parks that many sessions on an approval,
+finds each one through the client (list the running sessions, query what
+waits), and resumes every one of them with a rejection. Each phase has a
+deadline; the report counts what each phase reached by then, so a session
+that never parked, was not found or never resumed shows up as a number short
+of `sessions`. tests/test_load.py runs the same code with 1,000 sessions and
+asserts that every count is complete.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import asyncio
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,13 +29,24 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
+from devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 from workflows.agent import AgentWorkflow
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = 64
+MESSAGE = "please delete notes.txt"
+
+
+@dataclass
+class Deadlines:
+    """How long each phase may take, in seconds, before what it has not reached counts as missing."""
+
+    park_all: float = 3600
+    find_all: float = 3600
+    resume_each: float = 600
 
 
 @dataclass
@@ -37,11 +54,17 @@ class LoadReport:
     sessions: int
     start_seconds: float
     starts_per_second: float
-    all_paused_seconds: float
+    parked: int
+    all_parked_seconds: float
+    slowest_park_seconds: float
     worker_rss_mb: float
-    find_all_seconds: float
     found: int
-    resume_seconds: float
+    find_all_seconds: float
+    resume_seconds: float  # one random session, on an otherwise quiet worker
+    resumed: int
+    resume_all_seconds: float
+    median_resume_seconds: float
+    slowest_resume_seconds: float
 
     def lines(self) -> str:
         return "\n".join(f"{key}: {value:.3f}" if isinstance(value, float) else f"{key}: {value}"
@@ -74,60 +97,112 @@ async def bounded(items: list[Any], action: Callable[[Any], Awaitable[Any]]) -> 
     return await asyncio.gather(*(one(item) for item in items))
 
 
-async def pending_of(client: Client, session_id: str) -> list[dict[str, Any]]:
+async def within(seconds: float, work: Awaitable[Any]) -> None:
+    """Run `work` until done or out of time; the caller counts what it reached."""
+    try:
+        await asyncio.wait_for(work, timeout=seconds)
+    except asyncio.TimeoutError:
+        pass
+
+
+async def patiently(ask: Callable[[], Awaitable[Any]]) -> Any:
     """A query can time out while the worker is saturated; that is load, not an answer."""
-    handle = client.get_workflow_handle(session_id)
     while True:
         try:
-            return await handle.query("pending", rpc_timeout=timedelta(seconds=30))
+            return await ask()
         except RPCError:
             await asyncio.sleep(1)
 
 
-async def until_all_paused(workspace: Path, ids: list[str]) -> None:
-    """Each pause notifies (notifications.jsonl), as people would learn of it: no polling."""
-    waiting = set(ids)
+async def watch_parking(workspace: Path, ids: list[str], parked_at: dict[str, float]) -> None:
+    """Each pause notifies (notifications.jsonl), as people would learn of it: no polling the sessions."""
     notifications = workspace / "notifications.jsonl"
     seen = 0
-    while waiting:
+    while len(parked_at) < len(ids):
         await asyncio.sleep(0.5)
         if notifications.exists():
-            lines = notifications.read_text().splitlines()
-            for line in lines[seen:]:
-                waiting.discard(json.loads(line)["session_id"])
-            seen = len(lines)
+            *complete, _partial = notifications.read_text().split("\n")
+            now = time.perf_counter()
+            for line in complete[seen:]:
+                parked_at.setdefault(json.loads(line)["session_id"], now)
+            seen = len(complete)
+
+
+async def find_each(client: Client, task_queue: str, found: set[str]) -> None:
+    """What an inbox does: list the running sessions, then ask each what waits."""
+    running = [w.id async for w in client.list_workflows(f"TaskQueue = '{task_queue}' AND ExecutionStatus = 'Running'")]
+
+    async def look(session_id: str) -> None:
+        handle = client.get_workflow_handle(session_id)
+        pending = await patiently(lambda: handle.query("pending", rpc_timeout=timedelta(seconds=30)))
+        if [(item["kind"], item["tool"]) for item in pending] == [("approval", "delete_file")]:
+            found.add(session_id)
+
+    await bounded(running, look)
+
+
+async def resume(handle: WorkflowHandle[Any, Any]) -> float:
+    """Reject the pending call and wait until the session has answered: the seconds it took."""
+    began = time.perf_counter()
+    await handle.execute_update("reject_update", {"reason": "load test"})
+    while (await patiently(lambda: handle.query("status", rpc_timeout=timedelta(seconds=30))))["state"] != "idle":
+        await asyncio.sleep(0.05)
+    return time.perf_counter() - began
+
+
+async def resume_each(client: Client, ids: list[str], deadline: float, took: dict[str, float]) -> None:
+    async def one(session_id: str) -> None:
+        try:
+            took[session_id] = await asyncio.wait_for(resume(client.get_workflow_handle(session_id)), deadline)
+        except (asyncio.TimeoutError, WorkflowUpdateFailedError, RPCError):
+            pass  # not resumed: the report's count says so
+
+    await bounded(ids, one)
 
 
 async def run_load(
-    client: Client, worker_pid: int, task_queue: str, sessions: int, prefix: str, workspace: Path
+    client: Client, worker_pid: int, task_queue: str, sessions: int, prefix: str, workspace: Path,
+    deadlines: Deadlines = Deadlines(),
 ) -> LoadReport:
     ids = [f"{prefix}-{n:05d}" for n in range(sessions)]
-    began = time.perf_counter()
-    await bounded(ids, lambda sid: client.start_workflow(
-        AgentWorkflow.run, {"message": "please delete notes.txt"}, id=sid, task_queue=task_queue))
-    started = time.perf_counter() - began
-    await until_all_paused(workspace, ids)
-    all_paused = time.perf_counter() - began
+    started_at: dict[str, float] = {}
+    parked_at: dict[str, float] = {}
 
-    # Finding them: what an inbox does — list the running sessions, then ask each what waits.
+    async def start(session_id: str) -> None:
+        started_at[session_id] = time.perf_counter()
+        await client.start_workflow(AgentWorkflow.run, {"message": MESSAGE}, id=session_id, task_queue=task_queue)
+
+    began = time.perf_counter()
+    watcher = asyncio.create_task(watch_parking(workspace, ids, parked_at))
+    await bounded(ids, start)
+    started = time.perf_counter() - began
+    await within(deadlines.park_all - started, watcher)
+    all_parked = time.perf_counter() - began
+    slowest_park = max((parked_at[s] - started_at[s] for s in parked_at), default=float("nan"))
+    memory = rss_mb(worker_pid)
+
+    found: set[str] = set()
     found_at = time.perf_counter()
-    running = [w.id async for w in client.list_workflows(f"TaskQueue = '{task_queue}' AND ExecutionStatus = 'Running'")]
-    pending = await bounded(running, lambda sid: pending_of(client, sid))
-    found = sum(1 for items in pending if items)
+    await within(deadlines.find_all, find_each(client, task_queue, found))
     find_all = time.perf_counter() - found_at
 
-    chosen = client.get_workflow_handle(random.choice(ids))
+    chosen, *others = random.sample(ids, len(ids))
+    took: dict[str, float] = {}
+    await resume_each(client, [chosen], deadlines.resume_each, took)
     resumed_at = time.perf_counter()
-    await chosen.execute_update("reject_update", {"reason": "load test"})
-    while (await chosen.query("status"))["state"] != "idle":
-        await asyncio.sleep(0.005)
-    resume = time.perf_counter() - resumed_at
-    return LoadReport(sessions, started, sessions / started, all_paused, rss_mb(worker_pid), find_all, found, resume)
+    await resume_each(client, others, deadlines.resume_each, took)
+    resume_all = time.perf_counter() - resumed_at
+    latencies = list(took.values()) or [float("nan")]
+    return LoadReport(
+        sessions=sessions, start_seconds=started, starts_per_second=sessions / started,
+        parked=len(parked_at), all_parked_seconds=all_parked, slowest_park_seconds=slowest_park,
+        worker_rss_mb=memory, found=len(found), find_all_seconds=find_all,
+        resume_seconds=took.get(chosen, float("nan")), resumed=len(took), resume_all_seconds=resume_all,
+        median_resume_seconds=statistics.median(latencies), slowest_resume_seconds=max(latencies),
+    )
 
 
 async def main() -> None:
-    from devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10_000)
     args = parser.parse_args()

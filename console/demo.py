@@ -2,19 +2,27 @@
 
 The dev server keeps its SQLite file under .hitl/, so stopping the demo and
 starting it again finds the session where it paused.
+
+Everything the demo creates is private to its user (files 0600, folders
+0700): the server's database and the workspace hold conversations, email
+bodies and tool arguments.
 """
 
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from activities.model import backend_from_env
+from activities.tools import workspace as product_files
 from console.chat import Chat
 from devserver import connect_when_ready, is_listening, start_dev_server, stop_dev_server
 from settings import Settings, connect
 from worker import build_worker
 
-STATE_FOLDER = Path(".hitl")
+STATE_FOLDER = Path(product_files.STATE_FOLDER)  # reserved in a workspace too, if one is run here
 SAMPLE_DOCUMENTS = {
     "notes.txt": "Remember to renew the passport before the Beijing trip.\n",
     "travel-policy.md": "# Travel policy\n\nFlights over 1000 EUR need a manager's approval. Book economy for trips under 6 hours.\n",
@@ -30,10 +38,28 @@ def seed_workspace(workspace: Path) -> None:
         (workspace / name).write_text(text)
 
 
+@contextmanager
+def private_files() -> Iterator[None]:
+    """Files and folders created meanwhile, by this process or the dev server it
+    starts (a child inherits the mask), are readable by their owner alone."""
+    previous = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
 async def run_demo(settings: Settings, session_id: str, by: str) -> int:
+    with private_files():
+        return await _run_demo(settings, session_id, by)
+
+
+async def _run_demo(settings: Settings, session_id: str, by: str) -> int:
     host, _, port = settings.address.rpartition(":")
     server = None
     if not is_listening(host or "localhost", int(port)):
+        STATE_FOLDER.mkdir(mode=0o700, exist_ok=True)
+        STATE_FOLDER.chmod(0o700)  # also a folder an older demo made world-readable
         server = start_dev_server(STATE_FOLDER / "temporal.db", port=int(port))
         print(f"(Temporal dev server on {settings.address}, data in {STATE_FOLDER / 'temporal.db'}, "
               f"Web UI http://localhost:8233)")

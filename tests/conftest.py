@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
@@ -83,17 +84,52 @@ async def running_agent(client: Client, workspace: Path, backend: Any = None) ->
     task_queue = f"hitl-test-{uuid.uuid4().hex[:8]}"
     async with build_worker(client, task_queue, backend or OfflineModel(), workspace):
         yield Agent(client, task_queue, workspace)
-    if RECORD_HISTORIES_TO:
-        await record_histories(client, task_queue, Path(RECORD_HISTORIES_TO))
+    await record_if_asked(client, task_queue)
 
 
-async def record_histories(client: Client, task_queue: str, folder: Path) -> None:
-    """Keep the histories a test made, for the replay corpus (HITL_RECORD_HISTORIES=folder)."""
+async def record_if_asked(client: Client, task_queue: str, since: datetime | None = None) -> None:
+    """Keep every run the current test made on `task_queue` (started at `since` or later) for the
+    replay corpus, when HITL_RECORD_HISTORIES names a folder. Tests that run their own workers
+    or servers call it themselves before they stop the server."""
+    if not RECORD_HISTORIES_TO:
+        return
+    folder = Path(RECORD_HISTORIES_TO)
     folder.mkdir(parents=True, exist_ok=True)
-    test_name = os.environ.get("PYTEST_CURRENT_TEST", "test").split("::")[-1].split(" ")[0]
-    async for execution in client.list_workflows(f"TaskQueue = '{task_queue}'"):
+    test = current_test_name()
+    if test not in _recorded_tests:  # re-recording a test replaces what it recorded before
+        _recorded_tests.add(test)
+        for old in folder.glob(f"{test}--*.json"):
+            old.unlink()
+    query_text = f"TaskQueue = '{task_queue}'"
+    if since is not None:
+        query_text += f" AND StartTime >= '{since.astimezone(timezone.utc).isoformat()}'"
+    # One execution per run: a session that continued as new is kept run by run.
+    async for execution in client.list_workflows(query_text):
         history = await client.get_workflow_handle(execution.id, run_id=execution.run_id).fetch_history()
-        (folder / f"{test_name}--{execution.id}.json").write_text(history.to_json())
+        (folder / history_file_name(test, execution.id, execution.run_id)).write_text(history.to_json())
+
+
+_recorded_tests: set[str] = set()
+
+
+def current_test_name() -> str:
+    """The running test as `test_name[param id]`, made safe for a file name."""
+    node = os.environ.get("PYTEST_CURRENT_TEST", "test").split("::")[-1].rsplit(" ", 1)[0]
+    return re.sub(r"[^\w.\[\]-]+|-{2,}", "_", node)
+
+
+def history_file_name(test: str, workflow_id: str, run_id: str) -> str:
+    return f"{test}--{workflow_id}--{run_id}.json"
+
+
+def parse_history_file_name(path: Path) -> tuple[str, str, str]:
+    """(scenario, workflow id, run id) of a corpus file; the scenario is the test's name without params.
+    A file recorded before names carried the run id has "" for it."""
+    test, _, rest = path.stem.partition("--")
+    workflow_id, _, run_id = rest.rpartition("--")
+    if not workflow_id:
+        workflow_id, run_id = rest, ""
+    return test.split("[")[0], workflow_id, run_id
 
 
 @pytest.fixture
@@ -182,17 +218,19 @@ async def openai_agent(env: WorkflowEnvironment, workspace: Path) -> AsyncIterat
 
 
 class GatedModel(OfflineModel):
-    """The offline model, but each call waits until the test opens the gate."""
+    """The offline model, but each call after the first `free_calls` waits until the test opens the gate."""
 
-    def __init__(self) -> None:
+    def __init__(self, free_calls: int = 0) -> None:
         self.gate = asyncio.Event()
+        self.free_calls = free_calls
         self.calls = 0
         self.cancelled = 0
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         self.calls += 1
         try:
-            await self.gate.wait()
+            if self.calls > self.free_calls:
+                await self.gate.wait()
         except asyncio.CancelledError:
             self.cancelled += 1
             raise

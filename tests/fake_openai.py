@@ -17,8 +17,20 @@ from typing import Any
 @dataclass
 class Reply:
     status: int = 200
-    body: dict[str, Any] = field(default_factory=dict)
+    body: Any = field(default_factory=dict)  # JSON-encoded, whatever its shape
     headers: dict[str, str] = field(default_factory=dict)
+    raw: bytes | None = None  # sent as is instead of `body`
+    echo_authorization: bool = False  # an error body that quotes the request's Authorization header
+
+    def encoded(self, authorization: str) -> bytes:
+        if self.raw is not None:
+            return self.raw
+        if self.echo_authorization:
+            return json.dumps({
+                "error": {"message": f"Invalid credentials in header 'Authorization: {authorization}'",
+                          "type": "invalid_request_error", "received": {"authorization": authorization}},
+            }).encode()
+        return json.dumps(self.body).encode()
 
 
 def text(content: str) -> Reply:
@@ -47,6 +59,16 @@ def error(status: int, message: str, **headers: str) -> Reply:
     return Reply(status, {"error": {"message": message, "type": "test_error"}}, headers)
 
 
+def echoing_authorization(status: int, **headers: str) -> Reply:
+    """An error whose body repeats the API key it was sent, as some providers and proxies do."""
+    return Reply(status, headers=headers, echo_authorization=True)
+
+
+def malformed(body: Any = None, raw: bytes | None = None) -> Reply:
+    """A 200 whose body is not a chat completion: any JSON value, or raw bytes."""
+    return Reply(200, body, raw=raw)
+
+
 def completion(message: dict[str, Any]) -> Reply:
     return Reply(
         200,
@@ -66,6 +88,7 @@ class FakeOpenAI:
 
     def __init__(self, *replies: Reply) -> None:
         self.replies = list(replies)
+        self.routes: list[tuple[str, Reply]] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -78,8 +101,8 @@ class FakeOpenAI:
                 with fake._lock:
                     fake.requests.append(request)
                     fake.headers.append({k.lower(): v for k, v in self.headers.items()})
-                    reply = fake.replies.pop(0) if fake.replies else error(500, "the test scripted no more replies")
-                body = json.dumps(reply.body).encode()
+                    reply = fake._reply_to(request)
+                body = reply.encoded(self.headers.get("authorization", ""))
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(body)))
@@ -101,6 +124,20 @@ class FakeOpenAI:
     def script(self, *replies: Reply) -> None:
         with self._lock:
             self.replies.extend(replies)
+
+    def route(self, marker: str, reply: Reply) -> None:
+        """Answer every request whose first user message contains `marker` with `reply`,
+        so concurrent sessions can each get their own answer."""
+        with self._lock:
+            self.routes.append((marker, reply))
+
+    def _reply_to(self, request: dict[str, Any]) -> Reply:
+        messages = request.get("messages") or []
+        first_user = next((str(m.get("content")) for m in messages if m.get("role") == "user"), "")
+        for marker, reply in self.routes:
+            if marker in first_user:
+                return reply
+        return self.replies.pop(0) if self.replies else error(500, "the test scripted no more replies")
 
     def __enter__(self) -> FakeOpenAI:
         self.thread.start()

@@ -11,7 +11,7 @@ from activities.offline_model import OfflineModel
 from activities.tools.bookings import all_bookings
 from devserver import FAST_SQLITE, free_port, temporal_binary
 from settings import DATA_CONVERTER
-from tests.conftest import Agent, assert_well_formed, pending_items, pending_of_kind, settled
+from tests.conftest import Agent, assert_well_formed, pending_items, pending_of_kind, record_if_asked, settled
 from worker import build_worker
 from workflows.agent import AgentWorkflow
 
@@ -36,6 +36,7 @@ async def test_a_decision_sent_while_no_worker_runs_is_taken_by_the_next_worker(
 
     assert "HITL-" in status["last_answer"]
     assert len(all_bookings(workspace)) == 1
+    await record_if_asked(env.client, task_queue)
 
 
 async def test_a_paused_session_survives_a_server_restart_on_its_sqlite_file(tmp_path: Path, workspace: Path) -> None:
@@ -68,6 +69,7 @@ async def test_a_paused_session_survives_a_server_restart_on_its_sqlite_file(tmp
             assert after == before
             await session.signal("approve", {"by": "ana"})
             status = await settled(session)
+        await record_if_asked(second.client, task_queue)
     finally:
         await second.shutdown()
     assert status["last_answer"] == "Deleted notes.txt."

@@ -1,25 +1,33 @@
 """The fault drill: sessions keep their promises while workers and the server are killed.
 
-Two worker processes share one task queue; a chaos loop SIGKILLs one of them
-at random moments (mid model call, mid tool, mid decision) and starts it
-again, and once kills the dev server itself and restarts it on its SQLite
-file. Meanwhile people decide, retrying whatever the outage refused. At the
-end every session must have reached its expected end, every approved side
-effect must have happened exactly once, and no decision may be lost.
+Two worker processes (tests/fault_worker.py) share one task queue; a chaos
+loop SIGKILLs one of them and starts it again, taking turns at aiming for a
+worker in the middle of a model call, one in the middle of a tool, a moment
+when a session waits for a person, and any moment at all; once it kills the
+dev server itself and restarts it on its SQLite file. Meanwhile people think
+for a moment and decide, retrying whatever the outage refused.
 
-HITL_FAULT_SESSIONS sets the size (12 in CI; try 100 locally).
+At the end every session has reached its expected end, no decision is lost,
+and the workers' attempt log shows each approved call having its side effect
+exactly once (and no unapproved call running at all); the kills are shown to
+have landed mid model call, mid tool and while a session was paused.
+
+HITL_FAULT_SESSIONS sets the size (12 in CI; try 100 locally). HITL_FAULT_SEED
+fixes the drill's random choices (default: a fresh seed, printed): the same seed
+makes the same choices, though the machine's timing still varies.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import random
 import signal
 import sqlite3
 import subprocess
 import sys
-from collections import Counter
+from collections import Counter, defaultdict
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -31,30 +39,53 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
+from tests.conftest import record_if_asked
+from tests.fault_worker import evidence, read_log
 from workflows.agent import AgentWorkflow
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSIONS = int(os.environ.get("HITL_FAULT_SESSIONS", "12"))
+SEED = int(os.environ.get("HITL_FAULT_SEED") or random.SystemRandom().randrange(2**32))
 SCENARIOS = ("book", "delete", "email", "reject")
 DECISIONS_PER_SCENARIO = {"book": 2, "delete": 1, "email": 1, "reject": 1}
+TARGETS = ("model", "tool", "paused", "any")  # what the chaos aims its kills at, in turn
 RPC = timedelta(seconds=5)
+
+CallKey = tuple[str, str]  # (session id, call id)
+
+
+@dataclass
+class Kill:
+    """What the killed worker was doing when it died, read from the attempt log."""
+
+    pid: int
+    aimed_at: str
+    doing: list[str]
+    paused_sessions: int
 
 
 @dataclass
 class Drill:
     folder: Path
+    rng: random.Random
     port: int = field(default_factory=free_port)
     ui_port: int = field(default_factory=free_port)
     task_queue: str = "fault-drill"
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    worker_starts: int = 0
     server: subprocess.Popen[bytes] | None = None
-    worker_kills: int = 0
+    kills: list[Kill] = field(default_factory=list)
     server_kills: int = 0
     refused_while_down: int = 0
+    paused: set[str] = field(default_factory=set)  # sessions a person is looking at, not yet decided
 
     @property
     def workspace(self) -> Path:
         return self.folder / "workspace"
+
+    @property
+    def attempt_log(self) -> Path:
+        return self.folder / "attempts.jsonl"
 
     @property
     def address(self) -> str:
@@ -64,8 +95,10 @@ class Drill:
         self.server = start_dev_server(self.folder / "temporal.db", port=self.port, ui_port=self.ui_port)
 
     def start_worker(self, index: int) -> None:
+        self.worker_starts += 1
         env = {**os.environ, "TEMPORAL_ADDRESS": self.address, "HITL_TASK_QUEUE": self.task_queue,
-               "HITL_WORKSPACE": str(self.workspace)}
+               "HITL_WORKSPACE": str(self.workspace), "HITL_ATTEMPT_LOG": str(self.attempt_log),
+               "HITL_FAULT_WORKER_SEED": f"{SEED}-{self.worker_starts}"}
         log = open(self.folder / f"worker-{index}.log", "ab")
         process = subprocess.Popen([sys.executable, "-m", "tests.fault_worker"], cwd=ROOT, env=env, stdout=log, stderr=log)
         if index < len(self.workers):
@@ -73,10 +106,12 @@ class Drill:
         else:
             self.workers.append(process)
 
-    def kill_worker(self, index: int) -> None:
-        self.workers[index].send_signal(signal.SIGKILL)
-        self.workers[index].wait()
-        self.worker_kills += 1
+    def kill_worker(self, index: int, aimed_at: str) -> None:
+        process = self.workers[index]
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        doing = open_attempts(read_log(self.attempt_log), process.pid)
+        self.kills.append(Kill(process.pid, aimed_at, doing, len(self.paused)))
 
     def kill_server(self) -> None:
         assert self.server is not None
@@ -84,14 +119,31 @@ class Drill:
         self.server.wait()
         self.server_kills += 1
 
+    async def victim(self, target: str, done: asyncio.Event) -> int:
+        """The index of a worker caught at `target`, waiting up to 5 s for such a moment (else any worker)."""
+        for _ in range(100):
+            if done.is_set():
+                break
+            if target == "paused" and self.paused:
+                break
+            if target in ("model", "tool"):
+                entries = read_log(self.attempt_log)
+                busy = [i for i, p in enumerate(self.workers) if any(d.startswith(target) for d in open_attempts(entries, p.pid))]
+                if busy:
+                    return self.rng.choice(busy)
+            if target == "any":
+                break
+            await asyncio.sleep(0.05)
+        return self.rng.randrange(len(self.workers))
+
     async def chaos(self, done: asyncio.Event) -> None:
-        while not done.is_set():
-            await asyncio.sleep(random.uniform(0.4, 1.2))
+        for target in itertools.cycle(TARGETS):
+            await asyncio.sleep(self.rng.uniform(0.4, 1.2))
+            index = await self.victim(target, done)
             if done.is_set():
                 return
-            index = random.randrange(len(self.workers))
-            self.kill_worker(index)
-            if self.worker_kills == 3:
+            self.kill_worker(index, target)
+            if len(self.kills) == 3:
                 self.kill_server()
                 await asyncio.sleep(0.5)
                 await asyncio.to_thread(self.start_server)
@@ -104,6 +156,51 @@ class Drill:
                 process.wait()
         if self.server is not None:
             stop_dev_server(self.server)
+
+
+def open_attempts(entries: list[dict[str, Any]], pid: int) -> list[str]:
+    """What worker `pid` had started and not finished: "model", "tool <name> before its effect" or "... after"."""
+    running: dict[tuple[str, str, str, int], str] = {}
+    for entry in entries:
+        if entry["pid"] != pid:
+            continue
+        key = (entry["kind"], entry["session"], entry["call"], entry["attempt"])
+        if entry["phase"] == "started":
+            running[key] = "model" if entry["kind"] == "model" else f"tool {entry['tool']} before its effect"
+        elif entry["phase"] == "effect":
+            running[key] = f"tool {entry['tool']} after its effect"
+        else:
+            running.pop(key, None)
+    return sorted(running.values())
+
+
+def effects_per_attempt(entries: list[dict[str, Any]], workspace: Path) -> dict[CallKey, list[tuple[int, int]]]:
+    """For each tool call in the log, (pid, effects) of every attempt, in the order they ran.
+
+    An attempt's effects are the evidence it left (from its `started` line to its
+    `effect` or `failed` line). An attempt killed before writing either is
+    charged with whatever changed until the next attempt started (or until now).
+    """
+    attempts: dict[CallKey, list[dict[str, Any]]] = defaultdict(list)
+    for entry in entries:
+        if entry["kind"] != "tool":
+            continue
+        mine = attempts[(entry["session"], entry["call"])]
+        if entry["phase"] == "started":
+            mine.append({**entry, "until": None})
+        elif entry["phase"] in ("effect", "failed"):
+            attempt = next(a for a in reversed(mine) if (a["pid"], a["attempt"]) == (entry["pid"], entry["attempt"]))
+            if attempt["until"] is None:
+                attempt["until"] = entry["evidence"]
+    result = {}
+    for key, mine in attempts.items():
+        ends = [a["until"] for a in mine]
+        for n, attempt in enumerate(mine):
+            if ends[n] is None:
+                ends[n] = mine[n + 1]["evidence"] if n + 1 < len(mine) else evidence(
+                    workspace, attempt["session"], attempt["tool"], attempt["args"])
+        result[key] = [(a["pid"], end - a["evidence"]) for a, end in zip(mine, ends)]
+    return result
 
 
 def scenario_message(scenario: str, session_id: str) -> str:
@@ -124,7 +221,7 @@ def decision_for(scenario: str, item: dict[str, Any]) -> tuple[str, dict[str, An
 
 
 async def drive(client: Client, drill: Drill, session_id: str, scenario: str) -> dict[str, Any]:
-    """Act as the person: start the session, decide what it asks, retry through outages."""
+    """Act as the person: start the session, think, decide what it asks, retry through outages."""
     handle = client.get_workflow_handle(session_id)
     while True:
         try:
@@ -140,6 +237,8 @@ async def drive(client: Client, drill: Drill, session_id: str, scenario: str) ->
         try:
             status = await handle.query("status", rpc_timeout=RPC)
             for item in await handle.query("pending", rpc_timeout=RPC):
+                drill.paused.add(session_id)
+                await asyncio.sleep(drill.rng.uniform(0.1, 0.6))  # a person reads before deciding
                 update, payload = decision_for(scenario, item)
                 try:
                     await handle.execute_update(update, payload, rpc_timeout=RPC)
@@ -149,6 +248,7 @@ async def drive(client: Client, drill: Drill, session_id: str, scenario: str) ->
                     # next worker redoes that step and the item comes back, so ask again.
                     reason = refused.cause.message
                     assert "already settled" in reason or "unknown call_id" in reason, reason
+            drill.paused.discard(session_id)
             if status["state"] == "idle" and status["last_answer"] and not status["pending"]:
                 return status
         except (RPCError, WorkflowUpdateRPCTimeoutOrCancelledError):
@@ -161,8 +261,22 @@ def bookings_per_session(workspace: Path) -> Counter[str]:
         return Counter(row[0] for row in db.execute("SELECT session_id FROM bookings"))
 
 
+def check_exactly_once(effects: dict[CallKey, list[tuple[int, int]]], approved: set[CallKey]) -> list[str]:
+    """Every approved call had its effect once, and nothing else ran: the problems, if any."""
+    problems = []
+    for key in sorted(approved | set(effects)):
+        per_attempt = effects.get(key, [])
+        total = sum(count for _, count in per_attempt)
+        if key not in approved:
+            problems.append(f"{key} ran without an approval: attempts (pid, effects) {per_attempt}")
+        elif total != 1:
+            problems.append(f"{key} had its side effect {total} times: attempts (pid, effects) {per_attempt}")
+    return problems
+
+
 async def test_sessions_survive_killed_workers_and_a_killed_server(tmp_path: Path) -> None:
-    drill = Drill(tmp_path)
+    print(f"\nfault drill seed: {SEED} (HITL_FAULT_SEED={SEED} repeats its choices)")
+    drill = Drill(tmp_path, random.Random(SEED))
     drill.workspace.mkdir()
     plan = {f"drill-{n:03d}": SCENARIOS[n % len(SCENARIOS)] for n in range(SESSIONS)}
     for session_id, scenario in plan.items():
@@ -182,13 +296,26 @@ async def test_sessions_survive_killed_workers_and_a_killed_server(tmp_path: Pat
         await chaos
         audits = {sid: await client.get_workflow_handle(sid).query("audit", rpc_timeout=timedelta(seconds=30))
                   for sid in plan}
+        await record_if_asked(client, drill.task_queue)
     finally:
         done.set()
         drill.stop()
 
+    # From the attempt log: each approved call had its effect exactly once, nothing unapproved ran.
+    approved = {(sid, e["call_id"]) for sid, audit in audits.items() for e in audit if e["event"] == "approved"}
+    effects = effects_per_attempt(read_log(drill.attempt_log), drill.workspace)
+    problems = check_exactly_once(effects, approved)
+    assert not problems, f"seed {SEED}:\n" + "\n".join(problems)
+
+    # The kills landed where they were meant to.
+    landed = Counter(doing.split(" ")[0] for kill in drill.kills for doing in kill.doing)
+    landed["paused"] = sum(1 for kill in drill.kills if kill.paused_sessions)
+    assert landed["model"] and landed["tool"] and landed["paused"], (SEED, landed, drill.kills)
+
+    # And on disk, and in each session's own account.
     bookings = bookings_per_session(drill.workspace)
     emails = Counter(p.name.split("--")[0] for p in (drill.workspace / "outbox").glob("*.eml"))
-    ends = Counter()
+    ends: Counter[str] = Counter()
     for (session_id, scenario), status in zip(plan.items(), outcomes):
         answer = status["last_answer"]
         file_there = (drill.workspace / f"{session_id}.txt").exists()
@@ -205,13 +332,16 @@ async def test_sessions_survive_killed_workers_and_a_killed_server(tmp_path: Pat
         assert not any(e["event"] in ("timed_out", "cancelled") for e in audits[session_id])
         ends[scenario] += 1
     assert sum(bookings.values()) == ends["book"] and sum(emails.values()) == ends["email"]
-    assert drill.worker_kills >= 3 and drill.server_kills == 1
+    assert len(drill.kills) >= 3 and drill.server_kills == 1
 
+    attempts = sum(len(per_attempt) for per_attempt in effects.values())
     report = (
-        f"fault drill: {SESSIONS} sessions, {drill.worker_kills} worker kills, {drill.server_kills} server kill, "
-        f"{drill.refused_while_down} calls refused during outages; ends {dict(ends)}; "
-        f"{sum(bookings.values())} bookings, {sum(emails.values())} emails, "
-        f"{ends['delete']} deletions, {ends['reject']} files kept, all exactly once"
+        f"fault drill (seed {SEED}): {SESSIONS} sessions, {len(drill.kills)} worker kills "
+        f"(mid model call {landed['model']}, mid tool {landed['tool']}, while a session was paused "
+        f"{landed['paused']}), {drill.server_kills} server kill, {drill.refused_while_down} calls refused "
+        f"during outages; ends {dict(ends)}; {len(approved)} approved calls in {attempts} tool attempts, "
+        f"each with its side effect exactly once ({sum(bookings.values())} bookings, "
+        f"{sum(emails.values())} emails, {ends['delete']} deletions, {ends['reject']} files kept)"
     )
-    print("\n" + report)
+    print(report)
     (tmp_path / "report.txt").write_text(report)

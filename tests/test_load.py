@@ -1,4 +1,9 @@
-"""A thousand paused sessions on one worker (bench/load.py reports the numbers; 10,000 there)."""
+"""A thousand paused sessions on one worker: every one parks, is found and resumes, in time.
+
+bench/load.py does the work and reports the numbers (10,000 sessions there);
+this test holds the report to what it claims: no session short in any phase,
+each phase within its deadline.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +12,28 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from bench.load import run_load, start_worker
+from bench.load import Deadlines, run_load, start_worker
 
 SESSIONS = 1000
+# Measured here on 2 shared cores: parked in 32 s, found in 3 s, one resume in 36 ms.
+# The deadlines leave room for a busy CI machine, not for a session that is lost.
+DEADLINES = Deadlines(park_all=240, find_all=120, resume_each=60)
 
 
-async def test_a_thousand_paused_sessions_are_found_and_one_resumes(env: WorkflowEnvironment, tmp_path: Path) -> None:
+async def test_a_thousand_paused_sessions_all_park_are_found_and_resume(env: WorkflowEnvironment, tmp_path: Path) -> None:
     task_queue = f"load-{uuid.uuid4().hex[:6]}"
-    worker = start_worker(env.client.service_client.config.target_host, task_queue, tmp_path / "workspace", tmp_path / "worker.log")
+    workspace = tmp_path / "workspace"
+    worker = start_worker(env.client.service_client.config.target_host, task_queue, workspace, tmp_path / "worker.log")
     try:
-        report = await run_load(env.client, worker.pid, task_queue, SESSIONS, task_queue, tmp_path / "workspace")
+        report = await run_load(env.client, worker.pid, task_queue, SESSIONS, task_queue, workspace, DEADLINES)
     finally:
         worker.terminate()
         worker.wait()
     print(f"\nload: {report.lines()}".replace("\n", "\n  "))
-    assert report.found == SESSIONS, "every paused session is found with its pending call"
-    assert report.worker_rss_mb > 0
+    assert report.parked == SESSIONS, f"{SESSIONS - report.parked} sessions did not park within {DEADLINES.park_all} s"
+    assert report.slowest_park_seconds <= DEADLINES.park_all
+    assert report.found == SESSIONS, f"{SESSIONS - report.found} parked sessions were not found with their approval"
+    assert report.find_all_seconds <= DEADLINES.find_all
+    assert report.resumed == SESSIONS, f"{SESSIONS - report.resumed} sessions did not resume within {DEADLINES.resume_each} s"
+    assert report.slowest_resume_seconds <= DEADLINES.resume_each
+    assert 0 < report.worker_rss_mb < 2048, "the worker's memory was read, and stays bounded"

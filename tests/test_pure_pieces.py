@@ -153,12 +153,35 @@ def test_a_long_conversation_is_trimmed_for_the_model_but_keeps_its_shape() -> N
     conversation.add_user("go")
     for n in range(5):
         conversation.add_assistant(ModelReply(tool_calls=[call(f"c{n}", "search_web", "{}")]))
-        conversation.add_tool_result(f"c{n}", str(n) * 1000)
-    request = conversation.within(2500)
+        conversation.add_tool_result(f"c{n}", str(n) * 10_000)
+    request = conversation.window(22_000)
     assert [m.role for m in request] == [m.role for m in conversation.messages]
     contents = [m.content for m in request if m.role == "tool"]
-    assert contents[:3] == [TRIMMED] * 3 and contents[3:] == ["3" * 1000, "4" * 1000]
-    assert conversation.messages[2].content == "0" * 1000, "the transcript itself keeps everything"
+    assert contents[:3] == [TRIMMED] * 3 and contents[3:] == ["3" * 10_000, "4" * 10_000]
+    assert conversation.messages[2].content == "0" * 10_000, "the transcript itself keeps everything"
+
+
+def test_budgets_count_bytes_and_what_does_not_fit_is_left_out_with_a_note() -> None:
+    conversation = Conversation()
+    for n in range(50):
+        conversation.add_user("雪" * 1000)  # 3,000 bytes each, though 1,000 characters
+        conversation.add_assistant(ModelReply(content="ok"))
+    request = conversation.window(10_000, omitted_before=7)
+    assert sum(len((m.content or "").encode()) for m in request) < 10_000 * 1.1
+    assert request[0].role == "user" and request[0].content.startswith("[")
+    left_out = int(request[0].content.split()[0][1:])
+    assert left_out == 7 + 100 - (len(request) - 1)
+    assert request[-1] == conversation.messages[-1]
+
+
+def test_the_carried_tail_never_starts_with_an_orphaned_result() -> None:
+    conversation = Conversation()
+    conversation.add_user("go")
+    conversation.add_assistant(ModelReply(tool_calls=[call("a", "search_web", "{}"), call("b", "search_web", "{}")]))
+    conversation.add_tool_result("a", "x" * 5_000)
+    conversation.add_tool_result("b", "y" * 5_000)
+    tail = conversation.tail(6_000)
+    assert tail[0].role == "assistant" and [m.role for m in tail] == ["assistant", "tool", "tool"]
 
 
 def test_long_user_messages_give_way_too_but_never_the_latest() -> None:
@@ -167,6 +190,6 @@ def test_long_user_messages_give_way_too_but_never_the_latest() -> None:
         conversation.add_user(str(n) * 1000)
         conversation.add_assistant(ModelReply(content="ok"))
     conversation.add_user("5" * 1000)
-    request = conversation.within(2500)
+    request = conversation.window(2500)
     users = [m.content for m in request if m.role == "user"]
     assert users[:3] == [TRIMMED] * 3 and users[3:] == ["3" * 1000, "5" * 1000]

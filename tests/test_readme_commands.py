@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import subprocess
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import AsyncIterator
 
@@ -22,7 +23,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.offline_model import OfflineModel
 from console.demo import seed_workspace
 from devserver import temporal_binary
-from tests.conftest import eventually, query
+from tests.conftest import eventually, query, record_if_asked
 from worker import build_worker
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -62,8 +63,10 @@ async def default_queue_worker(env: WorkflowEnvironment, tmp_path: Path, monkeyp
     workspace = tmp_path / "workspace"
     seed_workspace(workspace)
     monkeypatch.chdir(tmp_path)  # `tail -f workspace/...` style paths resolve here
+    since = datetime.now(timezone.utc)
     async with build_worker(env.client, "hitl-agent", OfflineModel(), workspace):
         yield workspace
+    await record_if_asked(env.client, "hitl-agent", since)
 
 
 @pytest.mark.parametrize("commands", blocks(), ids=lambda c: c[0][0].split("--workflow-id ")[1].split()[0])

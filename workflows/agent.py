@@ -4,21 +4,47 @@ Reason (a model activity), maybe pause (wait for a person's decision), act
 (tool activities), maybe pause again (review a result), repeat until the
 model answers; then wait, idle, for the next message. Temporal records every
 step, so a pause can last a week and outlive any number of worker restarts.
+
+Nothing a caller sends may fail a workflow task: every signal and Update
+payload is decoded here, under our control, and whatever is wrong with it
+becomes a recorded refusal. Nothing may end a session either: long sessions
+continue as new (see workflows/handover.py), and the model activity reads the
+conversation through a query instead of receiving it, so each step adds only
+what is new to the history.
 """
 
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
-from typing import Any, Callable
+from datetime import datetime, timedelta
+from typing import Any, Awaitable, Callable
 
 from pydantic import BaseModel, ValidationError
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from workflows.conversation import ChatMessage, Conversation, ModelReply
+from workflows.conversation import ChatMessage, Conversation, ModelReply, message_sha256
 from workflows.forms import describe_validation_error
+from workflows.handover import (
+    AUDIT_CARRIED,
+    CALL_IDS_KEPT,
+    DECIDED_KEPT,
+    HISTORY_BYTES_LIMIT,
+    IGNORED_SIGNALS_KEPT,
+    CarriedState,
+    Step,
+    newest,
+    shrink_to_fit,
+)
+from workflows.limits import (
+    MAX_QUEUED_BYTES,
+    MODEL_WINDOW_BYTES,
+    RECORDED_BYTES,
+    clip,
+    json_size,
+    utf8_size,
+)
 from workflows.pauses import (
     Outcome,
     PauseKind,
@@ -31,14 +57,13 @@ from workflows.pauses import (
     deadline_after,
     parse_decision,
 )
-from workflows.planning import PlannedCall, plan_call, with_unique_call_ids
-from workflows.requests import ModelRequest, Notification, ToolInvocation
+from workflows.planning import PlannedCall, plan_reply, with_unique_call_ids
+from workflows.requests import ConversationRef, ModelRequest, Notification, ToolInvocation
 from workflows.rules import Grant, args_sha256, grant_from
 from workflows.session import (
     DEFAULT_SYSTEM_PROMPT,
     AuditEvent,
     CancelRequest,
-    CarriedState,
     SessionInput,
     SessionState,
     SessionSummary,
@@ -77,10 +102,13 @@ NOTIFY_CALL = dict(
     start_to_close_timeout=timedelta(seconds=30),
     retry_policy=RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(minutes=1)),
 )
-IGNORED_SIGNALS_KEPT = 50
-CARRY_BUDGET = 1_000_000  # characters of conversation taken through continue-as-new
-AUDIT_CARRIED = 5_000  # audit events taken through continue-as-new, newest first
-MODEL_REQUEST_BUDGET = 300_000  # characters per model call: about a 100k-token context, far under 2 MB
+# Sessions recorded before this change continue as new only between turns;
+# the marker lets their histories replay unchanged.
+HAND_OVER_ANYWHERE = "continue-as-new-inside-turns-and-pauses"
+# Past these the session stops waiting for people rather than be ended by Temporal.
+HISTORY_EVENTS_CRITICAL = 45_000
+HISTORY_BYTES_CRITICAL = 40_000_000
+PAGE_BYTES = 1_000_000  # a query answer stays far below Temporal's 2 MB
 AUDIT_EVENT: dict[Outcome, str] = {
     "approved": "approved", "edited": "edited", "rejected": "rejected", "declined": "rejected",
     "answered": "answered", "timed_out": "timed_out", "moved_on": "cancelled", "cancelled": "cancelled",
@@ -92,25 +120,32 @@ class ToolOutcome(BaseModel):
     ran: bool = False
 
 
+class PageRequest(BaseModel):
+    """`offset` into the whole transcript (or audit); none for the newest page."""
+
+    offset: int | None = None
+    limit: int = 200
+
+
 @workflow.defn
 class AgentWorkflow:
     @workflow.init
-    def __init__(self, request: Any) -> None:
+    def __init__(self, request: RawValue) -> None:
         self.setup_error: str | None = None
-        try:
-            self.config = SessionInput.model_validate(request)
-        except ValidationError as error:
-            self.setup_error = f"invalid session input: {describe_validation_error(error)}"
-            self.config = SessionInput(message="(invalid input)")
+        self.config, carried = self.read_input(request)
         self.offered = {spec.name: spec for spec in CATALOG.select(self.config.tools)}
         self.conversation = Conversation()
+        self.message_offset = 0  # index in the whole transcript of this run's first message
+        self.chain: list[str] = []  # hash chain over this run's messages
         self.pauses = Pauses()
+        self.step: Step | None = None
         self.grants: list[Grant] = []
         self.inbox: list[UserMessage] = [UserMessage(text=self.config.message, by=self.config.by)]
         self.speaker: str | None = None
         self.interrupt_requested = False
         self.cancel_reason: str | None = None
         self.state: SessionState = "running"
+        self.in_turn = False
         self.turn = 0
         self.steps = 0
         self.total_steps = 0
@@ -119,18 +154,44 @@ class AgentWorkflow:
         self.closed_reason: str | None = None
         self.ignored_signals: list[dict[str, Any]] = []
         self.audit_trail: list[AuditEvent] = []
-        if self.config.carried is not None:
-            self.resume(self.config.carried)
+        self.audit_offset = 0
+        self.used_call_ids: list[str] = []
+        self.notifications_in_flight = 0
+        self.idle_until: datetime | None = None
+        self.hands_over_anywhere = False
+        self.hand_over_blocked = False
+        if carried is not None:
+            self.resume(carried)
+
+    def read_input(self, request: RawValue) -> tuple[SessionInput, CarriedState | None]:
+        """The start input, or a setup error that fails the session at once with the reason."""
+        try:
+            config = SessionInput.model_validate(decoded(request))
+            if config.carried is None:
+                return config, None
+            if workflow.info().continued_run_id is None:
+                raise Refusal("carried: only a session's own previous run may set it (continue-as-new)")
+            return config, CarriedState.model_validate(config.carried)
+        except ValidationError as error:
+            self.setup_error = f"invalid session input: {describe_validation_error(error)}"
+        except Refusal as refusal:
+            self.setup_error = f"invalid session input: {refusal}"
+        except Exception as error:  # e.g. JSON nested past any parser's limit
+            self.setup_error = f"invalid session input: {clip(str(error), RECORDED_BYTES)}"
+        return SessionInput(message="(invalid input)"), None
 
     # ------------------------------------------------------------------ the loop
 
     @workflow.run
-    async def run(self, request: Any) -> SessionSummary:
+    async def run(self, request: RawValue) -> SessionSummary:
         if self.setup_error:
             raise ApplicationError(self.setup_error, type="InvalidSessionInput", non_retryable=True)
+        self.hands_over_anywhere = workflow.patched(HAND_OVER_ANYWHERE)
         try:
+            if self.in_turn:  # this run continues a turn the previous run was in
+                await self.guarded(self.run_turn(resumed=True))
             while await self.next_user_turn():
-                await self.run_turn()
+                await self.guarded(self.run_turn())
         except asyncio.CancelledError:
             self.close("cancelled through Temporal")
             raise
@@ -141,59 +202,101 @@ class AgentWorkflow:
     async def next_user_turn(self) -> bool:
         if self.turn:
             self.state = "idle"
+        if self.idle_until is None:
+            self.idle_until = workflow.now() + timedelta(seconds=self.config.idle_timeout_seconds)
         if self.history_is_long():
             # Between turns nothing is in flight: the session starts a fresh run with what it carries.
-            await workflow.wait_condition(workflow.all_handlers_finished)
-            workflow.continue_as_new(self.config.model_copy(update={"carried": self.carry()}))
-        try:
-            await workflow.wait_condition(
-                lambda: bool(self.inbox) or self.cancel_reason is not None,
-                timeout=timedelta(seconds=self.config.idle_timeout_seconds),
-            )
-        except asyncio.TimeoutError:
-            self.close(f"idle for {self.config.idle_timeout_seconds:g} seconds")
-            return False
+            await self.hand_over()
+        while True:
+            # Waited on even when a message is already here: the timer's sequence number
+            # is part of the recorded history that paused sessions replay.
+            try:
+                await workflow.wait_condition(
+                    lambda: bool(self.inbox) or self.cancel_reason is not None or self.should_hand_over(),
+                    timeout=max(timedelta(0), self.idle_until - workflow.now()),
+                )
+            except asyncio.TimeoutError:
+                self.close(f"idle for {self.config.idle_timeout_seconds:g} seconds")
+                return False
+            if self.inbox or self.cancel_reason is not None:
+                break
+            await self.hand_over()
+        self.idle_until = None
         if self.cancel_reason is not None:
             self.close(f"cancelled: {self.cancel_reason}")
             return False
         return True
 
-    async def run_turn(self) -> None:
-        self.turn += 1
-        self.steps = 0
-        self.error = None
+    async def run_turn(self, resumed: bool = False) -> None:
+        if not resumed:
+            self.turn += 1
+            self.steps = 0
+            self.error = None
+            self.take_in_messages()
+        self.in_turn = True
         self.state = "running"
-        self.take_in_messages()
-        while self.steps < self.config.max_steps:
+        if self.step is not None:  # the previous run handed over in the middle of a step
+            await self.finish_step()
+            self.take_in_messages()
+        while self.cancel_reason is None:
+            if self.steps >= self.config.max_steps:
+                self.error = f"stopped after max_steps={self.config.max_steps} without a final answer"
+                break
+            await self.hand_over_if_long()
             reply = await self.reason()
             if self.cancel_reason is not None:
-                return
+                break
             if reply is None:
                 if self.interrupt_requested:  # re-plan with the message that interrupted
                     self.take_in_messages()
                     continue
-                return
-            self.conversation.add_assistant(reply)
+                break
+            self.append(self.conversation.assistant_message(reply))
             if not reply.tool_calls:
                 self.last_answer = reply.content or ""
-                return
-            await self.act([plan_call(call, self.offered, self.config) for call in reply.tool_calls])
+                break
+            self.step = Step(plans=plan_reply(reply, self.offered, self.config))
+            for plan in self.step.plans:
+                self.open_pause_if_needed(plan)
+            await self.finish_step()
             if self.cancel_reason is not None:
-                return
+                break
             self.take_in_messages()
-        self.error = f"stopped after max_steps={self.config.max_steps} without a final answer"
+        self.in_turn = False
+
+    async def guarded(self, turn: Awaitable[None]) -> None:
+        """The last line of defence: a bug in the loop's bookkeeping ends the turn with an
+        error the person can read, never a workflow task that fails on every retry."""
+        try:
+            await turn
+        except Exception as error:
+            if isinstance(error, workflow.NondeterminismError):
+                raise
+            workflow.logger.exception("the turn stopped on an internal error")
+            self.error = f"the turn stopped on an internal error: {clip(f'{type(error).__name__}: {error}', RECORDED_BYTES)}"
+            why = "The turn stopped on an internal error before this call was settled"
+            self.settle_all("cancelled", why)
+            self.step = None
+            for call_id in self.conversation.unanswered_call_ids():
+                self.add_tool_result(call_id, f"{why}.")
+            self.in_turn = False
 
     async def reason(self) -> ModelReply | None:
-        """One model call; None when it failed for good or was cancelled or interrupted."""
+        """One model call; None when it failed for good or was cancelled or interrupted.
+
+        The activity gets a reference to the conversation, not the conversation:
+        it reads the messages through the `model_context` query, so the history
+        records each message once however many steps follow.
+        """
         self.steps += 1
         self.total_steps += 1
-        request = ModelRequest(
-            messages=[ChatMessage(role="system", content=self.system_prompt()), *self.conversation.within(MODEL_REQUEST_BUDGET)],
-            tools=[spec.openai_schema() for spec in self.offered.values()],
-            model=self.config.model,
+        info = workflow.info()
+        reference = ConversationRef(
+            session_id=info.workflow_id, run_id=info.run_id, message_count=len(self.conversation.messages),
+            prefix_sha256=self.chain[-1] if self.chain else "", model=self.config.model,
         )
         call = asyncio.ensure_future(
-            workflow.execute_activity("call_model", request, result_type=ModelReply, **MODEL_CALL)
+            workflow.execute_activity("call_model", reference, result_type=ModelReply, **MODEL_CALL)
         )
         # A cancel or an interrupting message stops the wait at once; the
         # heartbeating activity hears of its cancellation on its next beat.
@@ -209,24 +312,33 @@ class AgentWorkflow:
         except ActivityError as error:
             self.error = f"model call failed: {failure_message(error)}"
             return None
-        return with_unique_call_ids(reply, self.conversation.used_call_ids(), self.total_steps)
+        reply = with_unique_call_ids(reply, set(self.used_call_ids) | self.conversation.used_call_ids(), self.total_steps)
+        self.used_call_ids = newest([*self.used_call_ids, *(call.id for call in reply.tool_calls)], CALL_IDS_KEPT)
+        return reply
 
-    async def act(self, plans: list[PlannedCall]) -> None:
-        """Settle every call of one step, then add one result per call, in order."""
-        for plan in plans:
-            self.open_pause_if_needed(plan)
+    async def finish_step(self) -> None:
+        """Settle every call of the step: wait for decisions, run what may run, wait for reviews.
+
+        Each result joins the conversation as soon as it is final (results may
+        come in any order after their calls), so a hand-over mid-step carries
+        only what still waits.
+        """
+        step = self.step
+        assert step is not None
+        if not step.ran:
+            await self.wait_for_people()
+            outcomes = await asyncio.gather(*(self.outcome_of(plan) for plan in step.plans))
+            for plan, outcome in zip(step.plans, outcomes):
+                if plan.review and outcome.ran:
+                    self.request_person("review", plan, result=outcome.text)
+                else:
+                    self.add_tool_result(plan.call_id, outcome.text)
+            step.ran = True
         await self.wait_for_people()
-        outcomes = await asyncio.gather(*(self.outcome_of(plan) for plan in plans))
-        reviewed = set()
-        for plan, outcome in zip(plans, outcomes):
-            if plan.review and outcome.ran:
-                self.request_person("review", plan, result=outcome.text)
-                reviewed.add(plan.call_id)
-        await self.wait_for_people()
-        for plan, outcome in zip(plans, outcomes):
-            if plan.call_id in reviewed:
-                outcome.text = self.pauses.collect(plan.call_id).result or ""
-            self.conversation.add_tool_result(plan.call_id, outcome.text)
+        for plan in step.plans:
+            if plan.call_id in self.pauses.settled:
+                self.add_tool_result(plan.call_id, self.pauses.collect(plan.call_id).result or "")
+        self.step = None
 
     def open_pause_if_needed(self, plan: PlannedCall) -> None:
         if plan.action == "ask":
@@ -242,15 +354,18 @@ class AgentWorkflow:
             self.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args), rule=plan.policy)
 
     async def outcome_of(self, plan: PlannedCall) -> ToolOutcome:
+        cancelled = f"The session was cancelled ({self.cancel_reason}); the tool did not run."
         if plan.action == "refuse":
             return ToolOutcome(text=plan.refusal or "Error: refused")
         if plan.action == "run":
             if self.cancel_reason is not None:
-                return ToolOutcome(text=f"The session was cancelled ({self.cancel_reason}); the tool did not run.")
+                return ToolOutcome(text=cancelled)
             return await self.run_tool(plan.call_id, plan.tool, plan.args)
         settlement = self.pauses.collect(plan.call_id)
         if settlement.run_with is None:
             return ToolOutcome(text=settlement.result or "")
+        if self.cancel_reason is not None:  # approved, then cancelled before it started: it does not run
+            return ToolOutcome(text=cancelled)
         outcome = await self.run_tool(plan.call_id, plan.tool, settlement.run_with)
         if settlement.note:
             outcome.text = f"{settlement.note}\n\n{outcome.text}"
@@ -267,31 +382,79 @@ class AgentWorkflow:
     def take_in_messages(self) -> None:
         """Steering: messages that arrived mid-turn join at this step boundary."""
         for message in self.inbox:
-            self.conversation.add_user(message.text)
+            self.append(ChatMessage(role="user", content=message.text))
             self.speaker = message.by
         self.inbox.clear()
         self.interrupt_requested = False
 
+    def append(self, message: ChatMessage) -> None:
+        self.conversation.append(message)
+        self.chain.append(message_sha256(self.chain[-1] if self.chain else "", message))
+
+    def add_tool_result(self, call_id: str, text: str) -> None:
+        self.append(self.conversation.tool_result(call_id, text))
+
+    # ------------------------------------------------------ continue-as-new
+
     def history_is_long(self) -> bool:
         info = workflow.info()
-        return info.is_continue_as_new_suggested() or info.get_current_history_length() >= self.config.continue_as_new_after_events
+        if info.is_continue_as_new_suggested() or info.get_current_history_length() >= self.config.continue_as_new_after_events:
+            return True
+        return self.hands_over_anywhere and info.get_current_history_size() >= HISTORY_BYTES_LIMIT
+
+    def should_hand_over(self) -> bool:
+        """Wake a wait to hand over (only sessions that may hand over anywhere)."""
+        return self.hands_over_anywhere and not self.hand_over_blocked and self.history_is_long()
+
+    async def hand_over_if_long(self) -> None:
+        if self.should_hand_over():
+            await self.hand_over()
+
+    async def hand_over(self) -> None:
+        """Continue as new with everything the next run needs; raises ContinueAsNewError.
+
+        Handlers and notifications still in flight finish first: Temporal
+        drops an activity's result once its run has ended.
+        """
+        await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
+        carried = shrink_to_fit(self.carry(), self.conversation)
+        if carried is None:
+            workflow.logger.warning("too much waits for people to hand over now; trying again once it settles")
+            self.hand_over_blocked = True
+            return
+        workflow.continue_as_new(self.config.model_copy(update={"carried": carried.model_dump(mode="json")}))
 
     def carry(self) -> CarriedState:
+        self.pauses.decided = dict(newest(list(self.pauses.decided.items()), DECIDED_KEPT))
         return CarriedState(
-            messages=self.conversation.within(CARRY_BUDGET), inbox=self.inbox, grants=self.grants,
-            audit=self.audit_trail[-AUDIT_CARRIED:], ignored_signals=self.ignored_signals, turn=self.turn,
-            total_steps=self.total_steps, last_answer=self.last_answer, speaker=self.speaker,
+            messages=self.conversation.messages, first_message_index=self.message_offset,
+            inbox=self.inbox, grants=self.live_grants(), audit=newest(self.audit_trail, AUDIT_CARRIED),
+            first_audit_index=self.audit_offset + max(0, len(self.audit_trail) - AUDIT_CARRIED),
+            ignored_signals=self.ignored_signals, turn=self.turn, total_steps=self.total_steps,
+            last_answer=self.last_answer, speaker=self.speaker, in_turn=self.in_turn, steps=self.steps,
+            error=self.error, interrupt_requested=self.interrupt_requested, step=self.step, pauses=self.pauses,
+            used_call_ids=self.used_call_ids, cancel_reason=self.cancel_reason, idle_until=self.idle_until,
         )
 
     def resume(self, carried: CarriedState) -> None:
-        self.conversation = Conversation(messages=carried.messages)
+        for message in carried.messages:
+            self.append(message)
+        self.message_offset = carried.first_message_index
         self.inbox = list(carried.inbox)
         self.grants = list(carried.grants)
-        self.audit_trail = list(carried.audit)
+        self.audit_trail, self.audit_offset = list(carried.audit), carried.first_audit_index
         self.ignored_signals = list(carried.ignored_signals)
-        self.turn, self.total_steps = carried.turn, carried.total_steps
-        self.last_answer, self.speaker = carried.last_answer, carried.speaker
-        self.state = "idle" if not self.inbox else "running"
+        self.turn, self.total_steps, self.steps = carried.turn, carried.total_steps, carried.steps
+        self.last_answer, self.speaker, self.error = carried.last_answer, carried.speaker, carried.error
+        self.in_turn, self.step, self.pauses = carried.in_turn, carried.step, carried.pauses
+        self.interrupt_requested, self.cancel_reason = carried.interrupt_requested, carried.cancel_reason
+        self.used_call_ids, self.idle_until = list(carried.used_call_ids), carried.idle_until
+        if self.pauses.is_waiting():
+            self.state = "awaiting_human"
+        elif self.in_turn or self.inbox:
+            self.state = "running"
+        else:
+            self.state = "idle"
 
     # ------------------------------------------------------------- the pauses
 
@@ -329,22 +492,32 @@ class AgentWorkflow:
             self.state = "awaiting_human"
             if self.cancel_reason is not None:
                 self.settle_all("cancelled", f"The session was cancelled ({self.cancel_reason})")
-            elif self.inbox:
+                continue
+            if self.inbox:
                 self.settle_all("moved_on", "The user moved on to a new message without deciding")
-            else:
-                next_event = self.pauses.next_event()
-                timeout = (next_event - workflow.now()).total_seconds() if next_event else None
+                continue
+            await self.hand_over_if_long()
+            if self.hand_over_blocked and self.history_is_critical():
+                self.settle_all("timed_out", "The session could not wait longer without outgrowing Temporal's history limits")
+                continue
+            next_event = self.pauses.next_event()
+            timeout = (next_event - workflow.now()).total_seconds() if next_event else None
+            if timeout is None or timeout > 0:
                 try:
-                    if timeout is None or timeout > 0:
-                        await workflow.wait_condition(
-                            lambda: not self.pauses.is_waiting() or bool(self.inbox) or self.cancel_reason is not None,
-                            timeout=timeout,
-                        )
-                        continue
+                    await workflow.wait_condition(
+                        lambda: not self.pauses.is_waiting() or bool(self.inbox) or self.cancel_reason is not None
+                        or self.should_hand_over(),
+                        timeout=timeout,
+                    )
+                    continue
                 except asyncio.TimeoutError:
                     pass
-                self.on_the_clock()
+            self.on_the_clock()
         self.state = "running"
+
+    def history_is_critical(self) -> bool:
+        info = workflow.info()
+        return info.get_current_history_length() >= HISTORY_EVENTS_CRITICAL or info.get_current_history_size() >= HISTORY_BYTES_CRITICAL
 
     def on_the_clock(self) -> None:
         """Deadlines, escalations and reminders that have come due; the timeout comes last."""
@@ -370,6 +543,10 @@ class AgentWorkflow:
         sha, now = args_sha256(plan.args), workflow.now()
         return next((grant for grant in self.grants if grant.covers(plan.tool, sha, now)), None)
 
+    def live_grants(self) -> list[Grant]:
+        now = workflow.now()
+        return [grant for grant in self.grants if grant.until > now]
+
     def timeouts(self) -> dict[PauseKind, float]:
         return {
             "approval": self.config.approval_timeout_seconds,
@@ -385,74 +562,81 @@ class AgentWorkflow:
         )
 
         async def send() -> None:
+            self.notifications_in_flight += 1
             try:
                 await workflow.execute_activity("notify", notification, **NOTIFY_CALL)
             except ActivityError as error:
                 workflow.logger.warning("notification failed: %s", failure_message(error))
+            finally:
+                self.notifications_in_flight -= 1
 
         asyncio.ensure_future(send())
 
     # ----------------------------------------------------- signals and Updates
+    #
+    # Payloads arrive raw (RawValue) and are decoded here, so that one nested
+    # past any parser's limit, or in an unknown encoding, is a recorded
+    # refusal rather than a task failure or a log line nobody reads.
 
     @workflow.signal
-    def user_message(self, payload: Any = None) -> None:
+    def user_message(self, payload: RawValue) -> None:
         self.signal_or_record("user_message", payload, self.receive_message)
 
     @workflow.update
-    def user_message_update(self, payload: Any = None) -> dict[str, Any]:
+    def user_message_update(self, payload: RawValue) -> dict[str, Any]:
         return self.update_or_fail(payload, self.receive_message)
 
     @user_message_update.validator
-    def check_user_message(self, payload: Any = None) -> None:
-        self.parse_message(payload)
+    def check_user_message(self, payload: RawValue) -> None:
+        self.validate(payload, self.parse_message)
 
     @workflow.signal
-    def approve(self, payload: Any = None) -> None:
+    def approve(self, payload: RawValue) -> None:
         self.signal_or_record("approve", payload, self.approve_call)
 
     @workflow.update
-    def approve_update(self, payload: Any = None) -> dict[str, Any]:
+    def approve_update(self, payload: RawValue) -> dict[str, Any]:
         return self.update_or_fail(payload, self.approve_call)
 
     @approve_update.validator
-    def check_approve(self, payload: Any = None) -> None:
-        self.decide("approve", payload)
+    def check_approve(self, payload: RawValue) -> None:
+        self.validate(payload, lambda value: self.decide("approve", value))
 
     @workflow.signal
-    def reject(self, payload: Any = None) -> None:
+    def reject(self, payload: RawValue) -> None:
         self.signal_or_record("reject", payload, self.reject_call)
 
     @workflow.update
-    def reject_update(self, payload: Any = None) -> dict[str, Any]:
+    def reject_update(self, payload: RawValue) -> dict[str, Any]:
         return self.update_or_fail(payload, self.reject_call)
 
     @reject_update.validator
-    def check_reject(self, payload: Any = None) -> None:
-        self.decide("reject", payload)
+    def check_reject(self, payload: RawValue) -> None:
+        self.validate(payload, lambda value: self.decide("reject", value))
 
     @workflow.signal
-    def answer(self, payload: Any = None) -> None:
+    def answer(self, payload: RawValue) -> None:
         self.signal_or_record("answer", payload, self.answer_call)
 
     @workflow.update
-    def answer_update(self, payload: Any = None) -> dict[str, Any]:
+    def answer_update(self, payload: RawValue) -> dict[str, Any]:
         return self.update_or_fail(payload, self.answer_call)
 
     @answer_update.validator
-    def check_answer(self, payload: Any = None) -> None:
-        self.decide("answer", payload)
+    def check_answer(self, payload: RawValue) -> None:
+        self.validate(payload, lambda value: self.decide("answer", value))
 
     @workflow.signal
-    def cancel(self, payload: Any = None) -> None:
+    def cancel(self, payload: RawValue) -> None:
         self.signal_or_record("cancel", payload, self.request_cancel)
 
     @workflow.update
-    def cancel_update(self, payload: Any = None) -> dict[str, Any]:
+    def cancel_update(self, payload: RawValue) -> dict[str, Any]:
         return self.update_or_fail(payload, self.request_cancel)
 
     @cancel_update.validator
-    def check_cancel(self, payload: Any = None) -> None:
-        self.parse_cancel(payload)
+    def check_cancel(self, payload: RawValue) -> None:
+        self.validate(payload, self.parse_cancel)
 
     def approve_call(self, payload: Any) -> dict[str, Any]:
         return self.apply(self.decide("approve", payload))
@@ -467,6 +651,8 @@ class AgentWorkflow:
         """The one rule book for decisions, shared by signals and Update validators."""
         if self.state == "closed":
             raise Refusal("the session is closed")
+        if self.cancel_reason is not None:
+            raise Refusal("the session is being cancelled; no decision is accepted")
         return self.pauses.decide(parse_decision(verb, payload), CATALOG, workflow.now())
 
     def apply(self, verdict: Verdict) -> dict[str, Any]:
@@ -479,9 +665,9 @@ class AgentWorkflow:
                     "approvals": item.approvals, "required_approvals": item.required_approvals}
         self.record_settlement(verdict)
         if verdict.remember is not None and verdict.run_with is not None:
-            self.grants.append(grant_from(
+            self.grants = newest([*self.live_grants(), grant_from(
                 verdict.remember, verdict.tool, args_sha256(verdict.run_with), verdict.by, verdict.call_id, workflow.now()
-            ))
+            )], 100)
         return {"accepted": True, "call_id": verdict.call_id, "outcome": verdict.outcome}
 
     def parse_message(self, payload: Any) -> UserMessage:
@@ -490,9 +676,13 @@ class AgentWorkflow:
         if isinstance(payload, str):
             payload = {"text": payload}
         try:
-            return UserMessage.model_validate(payload)
+            message = UserMessage.model_validate(payload)
         except ValidationError as error:
             raise Refusal(f"malformed user_message: {describe_validation_error(error)}") from None
+        queued = sum(utf8_size(queued.text) for queued in self.inbox) + utf8_size(message.text)
+        if queued > MAX_QUEUED_BYTES:
+            raise Refusal(f"{len(self.inbox)} messages already wait for the agent; send this one once they are taken in")
+        return message
 
     def receive_message(self, payload: Any) -> dict[str, Any]:
         message = self.parse_message(payload)
@@ -513,24 +703,45 @@ class AgentWorkflow:
         self.cancel_reason = self.parse_cancel(payload).reason or "no reason given"
         return {"accepted": True, "state": "closing"}
 
-    def signal_or_record(self, signal: str, payload: Any, handle: Callable[[Any], Any]) -> None:
+    def signal_or_record(self, signal: str, payload: RawValue, handle: Callable[[Any], Any]) -> None:
         """A signal never fails the workflow: a refused one is recorded and changes nothing."""
+        value: Any = None
         try:
-            handle(payload)
+            value = decoded(payload)
+            handle(value)
         except Refusal as refusal:
-            self.ignored_signals.append({"signal": signal, "reason": str(refusal), "at": workflow.now().isoformat()})
-            del self.ignored_signals[:-IGNORED_SIGNALS_KEPT]
-            fields = payload if isinstance(payload, dict) else {}
-            self.record(
-                "refused", _text(fields.get("call_id")), by=_text(fields.get("by")), reason=str(refusal), signal=signal
-            )
+            self.record_refusal(signal, value, str(refusal))
+        except Exception as error:  # the last line of defence: a bug here must not wedge the session
+            workflow.logger.exception("signal %s could not be handled", signal)
+            self.record_refusal(signal, value, f"internal error: {type(error).__name__}: {error}")
+
+    def record_refusal(self, signal: str, value: Any, reason: str) -> None:
+        """What a refusal keeps is clipped: a caller's megabytes never reach status, audit or the next run."""
+        reason = clip(reason, RECORDED_BYTES)
+        self.ignored_signals = newest(
+            [*self.ignored_signals, {"signal": signal, "reason": reason, "at": workflow.now().isoformat()}],
+            IGNORED_SIGNALS_KEPT,
+        )
+        fields = value if isinstance(value, dict) else {}
+        self.record("refused", _recorded(fields.get("call_id")), by=_recorded(fields.get("by")), reason=reason, signal=signal)
 
     @staticmethod
-    def update_or_fail(payload: Any, handle: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    def validate(payload: RawValue, check: Callable[[Any], Any]) -> None:
         try:
-            return handle(payload)
+            check(decoded(payload))
+        except Refusal:
+            raise
+        except Exception as error:
+            raise Refusal(f"internal error: {type(error).__name__}: {clip(str(error), RECORDED_BYTES)}") from None
+
+    @staticmethod
+    def update_or_fail(payload: RawValue, handle: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+        try:
+            return handle(decoded(payload))
         except Refusal as refusal:  # the validator normally refuses first; this is a backstop
-            raise ApplicationError(str(refusal), type="Refusal", non_retryable=True) from None
+            raise ApplicationError(clip(str(refusal), RECORDED_BYTES * 4), type="Refusal", non_retryable=True) from None
+        except Exception as error:
+            raise ApplicationError(f"internal error: {type(error).__name__}", type="Refusal", non_retryable=True) from None
 
     # ---------------------------------------------------------------- queries
 
@@ -550,19 +761,74 @@ class AgentWorkflow:
             "pending": len(self.pauses.open),
             "queued_messages": len(self.inbox),
             "ignored_signals": self.ignored_signals,
-            "remembered": [view(grant) for grant in self.grants if grant.until > workflow.now()],
+            "remembered": [view(grant) for grant in self.live_grants()],
             "tools": list(self.offered),
             "model": self.config.model,
             "closed_reason": self.closed_reason,
+            "transcript_messages": self.message_offset + len(self.conversation.messages),
         }
 
     @workflow.query
     def transcript(self) -> list[dict[str, Any]]:
-        return [message.to_openai() for message in self.conversation.messages]
+        """The conversation, whole while it is small; past a megabyte, its newest part
+        (`transcript_page` and `python starter.py transcript` read all of it)."""
+        page = self.transcript_page(PageRequest(offset=None, limit=1_000_000))
+        return page["messages"]
+
+    @workflow.query
+    def transcript_page(self, request: PageRequest | None = None) -> dict[str, Any]:
+        """Messages [offset, offset+limit) of the whole transcript, or where to find them.
+
+        A run holds the messages from `first_index` on; older ones are in the
+        run it continued from (`earlier_run_id`): query that run by its run id.
+        """
+        messages = [message.to_openai() for message in self.conversation.messages]
+        return self.page(messages, self.message_offset, request, "messages")
 
     @workflow.query
     def audit(self) -> list[dict[str, Any]]:
-        return [event.model_dump(mode="json") for event in self.audit_trail]
+        return self.audit_page(PageRequest(offset=None, limit=1_000_000))["events"]
+
+    @workflow.query
+    def audit_page(self, request: PageRequest | None = None) -> dict[str, Any]:
+        events = [event.model_dump(mode="json") for event in self.audit_trail]
+        return self.page(events, self.audit_offset, request, "events")
+
+    @workflow.query
+    def model_context(self, reference: ConversationRef) -> ModelRequest:
+        """What the model activity sends: the system prompt, the tools and the messages a
+        reference names, within the request budget. Queries are not recorded in history."""
+        count = reference.message_count
+        if count > len(self.conversation.messages) or (self.chain[count - 1] if count else "") != reference.prefix_sha256:
+            raise ValueError("stale reference: this run does not hold that conversation")
+        view_ = Conversation(messages=self.conversation.messages[:count]).window(MODEL_WINDOW_BYTES, self.message_offset)
+        return ModelRequest(
+            messages=[ChatMessage(role="system", content=self.system_prompt()), *view_],
+            tools=[spec.openai_schema() for spec in self.offered.values()],
+            model=self.config.model,
+        )
+
+    def page(self, items: list[dict[str, Any]], first: int, request: PageRequest | None, key: str) -> dict[str, Any]:
+        """A page of what this run holds, within PAGE_BYTES; without an offset, the newest page."""
+        request = request or PageRequest()
+        total, limit = first + len(items), max(1, request.limit)
+        newest_first = request.offset is None
+        start = max(first, total - limit) if newest_first else min(max(request.offset or 0, first), total)
+        window = items[start - first : start - first + limit]
+        chosen: list[dict[str, Any]] = []
+        size = 0
+        for item in reversed(window) if newest_first else window:
+            size += json_size(item)
+            if chosen and size > PAGE_BYTES:
+                break
+            chosen.append(item)
+        if newest_first:
+            chosen.reverse()
+            start = total - len(chosen) if window else total
+        return {
+            "offset": start, "total": total, "first_index": first, key: chosen,
+            "earlier_run_id": workflow.info().continued_run_id if first else None,
+        }
 
     # ---------------------------------------------------------------- helpers
 
@@ -573,7 +839,8 @@ class AgentWorkflow:
         """Settle whatever is still open, so even a closed transcript is well-formed."""
         why = f"The session closed ({reason}) before this call was settled"
         self.settle_all("cancelled", why)
-        self.conversation.settle_unanswered(f"{why}; the tool did not run.")
+        for call_id in self.conversation.unanswered_call_ids():
+            self.add_tool_result(call_id, f"{why}; the tool did not run.")
         self.closed_reason = reason
         self.state = "closed"
 
@@ -586,13 +853,22 @@ class AgentWorkflow:
 
     def record(self, event: str, call_id: str | None = None, tool: str | None = None,
                sha: str | None = None, **details: Any) -> None:
+        clipped = {key: clip(value, 1_000) if isinstance(value, str) else value for key, value in details.items()}
         self.audit_trail.append(
-            AuditEvent(at=workflow.now(), event=event, call_id=call_id, tool=tool, args_sha256=sha, **details)
+            AuditEvent(at=workflow.now(), event=event, call_id=call_id, tool=tool, args_sha256=sha, **clipped)
         )
 
 
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+def decoded(payload: RawValue) -> Any:
+    """A raw payload as plain JSON values, or a Refusal that says what is wrong with it."""
+    try:
+        return workflow.payload_converter().from_payload(payload.payload, None)
+    except Exception as error:
+        raise Refusal(f"malformed payload: {clip(str(error), RECORDED_BYTES)}") from None
+
+
+def _recorded(value: Any) -> str | None:
+    return clip(value, RECORDED_BYTES) if isinstance(value, str) else None
 
 
 def failure_message(error: ActivityError) -> str:

@@ -6,13 +6,17 @@ call is followed by exactly one tool result before anything else is appended.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from workflows.limits import utf8_size
+
 
 TRIMMED = "[this earlier text was trimmed to keep the conversation within its size limit]"
+OMITTED = "[{count} earlier messages of this conversation are left out here to keep the request within its size limit]"
 
 
 class FunctionCall(BaseModel):
@@ -50,24 +54,32 @@ class ModelReply(BaseModel):
 class Conversation(BaseModel):
     messages: list[ChatMessage] = Field(default_factory=list)
 
+    def append(self, message: ChatMessage) -> None:
+        """Add a message, keeping the invariant: a result answers an open call, and
+        nothing else follows a call that still lacks its result."""
+        if message.role == "tool":
+            if message.tool_call_id not in self.unanswered_call_ids():
+                raise ValueError(f"no unanswered tool call {message.tool_call_id!r}")
+        else:
+            self._ensure_answered()
+        self.messages.append(message)
+
     def add_user(self, text: str) -> None:
-        self._ensure_answered()
-        self.messages.append(ChatMessage(role="user", content=text))
+        self.append(ChatMessage(role="user", content=text))
 
     def add_assistant(self, reply: ModelReply) -> None:
-        self._ensure_answered()
-        self.messages.append(
-            ChatMessage(
-                role="assistant",
-                content=reply.content,
-                tool_calls=reply.tool_calls or None,
-            )
-        )
+        self.append(self.assistant_message(reply))
 
     def add_tool_result(self, call_id: str, content: str) -> None:
-        if call_id not in self.unanswered_call_ids():
-            raise ValueError(f"no unanswered tool call {call_id!r}")
-        self.messages.append(ChatMessage(role="tool", tool_call_id=call_id, content=content))
+        self.append(self.tool_result(call_id, content))
+
+    @staticmethod
+    def assistant_message(reply: ModelReply) -> ChatMessage:
+        return ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls or None)
+
+    @staticmethod
+    def tool_result(call_id: str, content: str) -> ChatMessage:
+        return ChatMessage(role="tool", tool_call_id=call_id, content=content)
 
     def unanswered_call_ids(self) -> list[str]:
         """Tool calls of the last assistant message that still lack a result."""
@@ -83,24 +95,50 @@ class Conversation(BaseModel):
         for call_id in self.unanswered_call_ids():
             self.add_tool_result(call_id, content)
 
-    def within(self, budget_chars: int) -> list[ChatMessage]:
-        """The messages for a model request, trimmed oldest first to fit a budget.
+    def window(self, budget_bytes: int, omitted_before: int = 0) -> list[ChatMessage]:
+        """The messages for one model request, newest first into a byte budget.
 
-        Every model call carries the whole conversation as its activity input,
-        and Temporal refuses payloads over 2 MB: past the budget the oldest
-        tool results give way first, then the oldest other texts (never the
-        latest message), while the shape (every call, every result) stays.
+        The newest messages go in whole; older ones keep their place with their
+        text replaced by a note, while those notes fit in a twentieth of the
+        budget; anything older is left out, and a first user message says how
+        many were (`omitted_before` counts those this run never held). The
+        shape (every call, every result) stays, and the newest message is
+        always whole. The transcript keeps every word.
         """
-        trimmed = list(self.messages)
-        excess = sum(_size(m) for m in trimmed) - budget_chars
-        for roles in (("tool",), ("user", "assistant")):
-            for index, message in enumerate(trimmed[:-1]):
-                if excess <= 0:
-                    return trimmed
-                if message.role in roles and len(message.content or "") > len(TRIMMED):
-                    excess -= len(message.content or "") - len(TRIMMED)
-                    trimmed[index] = message.model_copy(update={"content": TRIMMED})
-        return trimmed
+        first, used = len(self.messages), 0
+        while first > 0:
+            size = message_bytes(self.messages[first - 1])
+            if first < len(self.messages) and used + size > budget_bytes:
+                break
+            first, used = first - 1, used + size
+        whole = first
+        allowance = budget_bytes + budget_bytes // 20
+        while first > 0:
+            size = message_bytes(placeholder(self.messages[first - 1]))
+            if used + size > allowance:
+                break
+            first, used = first - 1, used + size
+        while first < len(self.messages) - 1 and self.messages[first].role == "tool":
+            first += 1  # a result whose call was left out
+        kept = [placeholder(m) if index < whole else m for index, m in enumerate(self.messages) if index >= first]
+        left_out = omitted_before + first
+        if left_out:
+            kept.insert(0, ChatMessage(role="user", content=OMITTED.format(count=left_out)))
+        return kept
+
+    def tail(self, budget_bytes: int) -> list[ChatMessage]:
+        """The newest messages, whole, that fit a budget and start a well-formed conversation.
+
+        A run hands these to the next when it continues as new: the model's
+        view goes on, and older messages stay readable in the earlier run.
+        The newest exchange is always kept, even over the budget.
+        """
+        start, used = len(self.messages), 0
+        while start > 0 and (start == len(self.messages) or used + message_bytes(self.messages[start - 1]) <= budget_bytes):
+            start, used = start - 1, used + message_bytes(self.messages[start - 1])
+        while 0 < start < len(self.messages) and self.messages[start].role == "tool":
+            start -= 1  # never begin with a result whose call is not there
+        return self.messages[start:]
 
     def used_call_ids(self) -> set[str]:
         return {c.id for m in self.messages for c in m.tool_calls or []}
@@ -111,8 +149,21 @@ class Conversation(BaseModel):
             raise ValueError(f"tool calls {missing} have no result yet")
 
 
-def _size(message: ChatMessage) -> int:
-    return len(message.content or "") + sum(len(c.function.arguments) for c in message.tool_calls or [])
+def message_bytes(message: ChatMessage) -> int:
+    return utf8_size(message.content) + sum(utf8_size(c.function.arguments) + utf8_size(c.id) + 40 for c in message.tool_calls or []) + 40
+
+
+def placeholder(message: ChatMessage) -> ChatMessage:
+    """A message's place in the conversation, without its weight."""
+    calls = [call.model_copy(update={"function": FunctionCall(name=call.function.name, arguments="{}")})
+             for call in message.tool_calls or []] or None
+    content = TRIMMED if message.content and utf8_size(message.content) > len(TRIMMED) else message.content
+    return message.model_copy(update={"content": content, "tool_calls": calls})
+
+
+def message_sha256(previous: str, message: ChatMessage) -> str:
+    """A hash chain over the conversation: a model call names the exact prefix it must see."""
+    return hashlib.sha256((previous + message.model_dump_json(exclude_none=True)).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def answer_as_tool_result(answer: str | dict[str, Any] | list[Any] | int | float | bool) -> str:

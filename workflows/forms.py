@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from workflows.limits import MAX_TEXT_BYTES, json_size, utf8_size
+
 FIELD_TYPES: dict[str, TypeAdapter[Any]] = {
     "string": TypeAdapter(str),
     "number": TypeAdapter(float),
@@ -17,13 +19,13 @@ FIELD_TYPES: dict[str, TypeAdapter[Any]] = {
 }
 
 
-MAX_ANSWER = 100_000
+MAX_ANSWER = MAX_TEXT_BYTES  # bytes of an answer, as JSON when it is not a string
 
 
 def check_answer(answer: Any, choices: list[str] | None, fields: list[dict[str, Any]] | None) -> Any:
     """The answer as it will be injected, or ValueError saying why it does not fit."""
-    if len(answer if isinstance(answer, str) else json.dumps(answer, default=str)) > MAX_ANSWER:
-        raise ValueError(f"the answer is longer than {MAX_ANSWER} characters")
+    if (utf8_size(answer) if isinstance(answer, str) else json_size(answer)) > MAX_ANSWER:
+        raise ValueError(f"the answer is longer than {MAX_ANSWER} bytes")
     if fields:
         return _check_form(answer, fields)
     if choices:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from workflows.conversation import answer_as_tool_result
 from workflows.forms import MAX_ANSWER, check_answer, describe_validation_error
+from workflows.limits import MAX_ARGUMENT_BYTES, MAX_TEXT_BYTES, Name, Note, utf8_size, within_json_bytes
 from workflows.rules import Remember, args_sha256
 
 if TYPE_CHECKING:
@@ -61,30 +62,34 @@ class PendingCall(BaseModel):
         return min(moments) if moments else None
 
 
+EditedArgs = Annotated[dict[str, Any], AfterValidator(within_json_bytes(MAX_ARGUMENT_BYTES))]
+AnyValue = Annotated[Any, AfterValidator(within_json_bytes(MAX_TEXT_BYTES))]
+
+
 class _Decision(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    call_id: str | None = None
-    by: str | None = None
-    expected_args_sha256: str | None = None
+    call_id: Name | None = None
+    by: Name | None = None
+    expected_args_sha256: Name | None = None
 
 
 class Approve(_Decision):
     verb: ClassVar[str] = "approve"
-    args: dict[str, Any] | None = None
-    result: Any = None
-    comment: str | None = None
+    args: EditedArgs | None = None
+    result: AnyValue = None
+    comment: Note | None = None
     remember: Remember | None = None
 
 
 class Reject(_Decision):
     verb: ClassVar[str] = "reject"
-    reason: str | None = None
+    reason: Note | None = None
 
 
 class Answer(_Decision):
     verb: ClassVar[str] = "answer"
-    answer: str | int | float | bool | dict[str, Any] | list[Any]
+    answer: Annotated[str | int | float | bool | dict[str, Any] | list[Any], AfterValidator(within_json_bytes(MAX_TEXT_BYTES))]
 
 
 Decision = Union[Approve, Reject, Answer]
@@ -195,8 +200,8 @@ class Pauses(BaseModel):
         if decision.result is None:
             return _settle(item, "approved", now, decision.by, result=f"{item.result}{comment}", comment=decision.comment)
         edited = answer_as_tool_result(decision.result)
-        if len(edited) > MAX_ANSWER:
-            raise Refusal(f"the replacement result is longer than {MAX_ANSWER} characters")
+        if utf8_size(edited) > MAX_ANSWER:
+            raise Refusal(f"the replacement result is longer than {MAX_ANSWER} bytes")
         text = f"A person ({decision.by or 'unnamed'}) edited this result before you saw it.\n\n{edited}{comment}"
         return _settle(item, "edited", now, decision.by, result=text, comment=decision.comment)
 

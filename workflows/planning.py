@@ -14,7 +14,11 @@ from pydantic import BaseModel, ValidationError
 
 from workflows.conversation import ModelReply, ToolCall
 from workflows.forms import describe_validation_error
+from workflows.limits import MAX_ARGUMENT_BYTES, MAX_CALLS_PER_REPLY, MAX_NAME_BYTES, clip, utf8_size
 from workflows.rules import DecisionRules
+
+# What the model backend puts in place of arguments too large to carry (see activities/openai_backend.py).
+OVERSIZED_ARGUMENTS = "__oversized_arguments_bytes__"
 
 if TYPE_CHECKING:
     from activities.tools.catalog import ToolSpec
@@ -30,21 +34,39 @@ class PlannedCall(BaseModel):
     policy: str | None = None
 
 
+def plan_reply(reply: ModelReply, offered: dict[str, ToolSpec], rules: DecisionRules | None = None) -> list[PlannedCall]:
+    """One plan per tool call of a reply; past MAX_CALLS_PER_REPLY, the rest are refused."""
+    return [
+        plan_call(call, offered, rules) if index < MAX_CALLS_PER_REPLY else _refuse(
+            call, f"Error: at most {MAX_CALLS_PER_REPLY} tool calls are taken from one reply; this one did not run. "
+            "Call it again in a later step if it is still needed."
+        )
+        for index, call in enumerate(reply.tool_calls)
+    ]
+
+
 def plan_call(call: ToolCall, offered: dict[str, ToolSpec], rules: DecisionRules | None = None) -> PlannedCall:
     spec = offered.get(call.name)
     if spec is None:
         available = ", ".join(sorted(offered)) or "none"
-        return _refuse(call, f"Error: there is no tool named {call.name!r}. Available tools: {available}.")
+        return _refuse(call, f"Error: there is no tool named {clip(call.name, MAX_NAME_BYTES)!r}. Available tools: {available}.")
+    size = utf8_size(call.function.arguments)
+    if size > MAX_ARGUMENT_BYTES:
+        return _refuse(call, _too_large(call.name, size))
     try:
         raw = json.loads(call.function.arguments or "{}")
-    except json.JSONDecodeError as error:
-        return _refuse(call, f"Error: the arguments for {call.name} are not valid JSON ({error}). Call it again with a JSON object.")
+    except (json.JSONDecodeError, RecursionError) as error:
+        return _refuse(call, f"Error: the arguments for {call.name} are not valid JSON ({clip(str(error), 200)}). Call it again with a JSON object.")
     if not isinstance(raw, dict):
         return _refuse(call, f"Error: the arguments for {call.name} must be a JSON object, not {type(raw).__name__}.")
+    if set(raw) == {OVERSIZED_ARGUMENTS}:
+        return _refuse(call, _too_large(call.name, raw[OVERSIZED_ARGUMENTS]))
     try:
         parsed = spec.parse(raw)
     except ValidationError as error:
         return _refuse(call, f"Error: the arguments do not fit {call.name}: {describe_validation_error(error)}.")
+    except Exception as error:  # a user tool's own validator may raise anything
+        return _refuse(call, f"Error: the arguments do not fit {call.name}: {clip(str(error), 500)}.")
     args = parsed.model_dump(mode="json", exclude_none=True)
     planned = PlannedCall(call_id=call.id, tool=call.name, action="run", args=args, review=spec.review)
     override = rules.policy_for(call.name) if rules else None
@@ -61,6 +83,11 @@ def plan_call(call: ToolCall, offered: dict[str, ToolSpec], rules: DecisionRules
     return planned
 
 
+def _too_large(tool: str, size: Any) -> str:
+    return (f"Error: the arguments for {tool} were {size} bytes; at most {MAX_ARGUMENT_BYTES} are accepted. "
+            "Call it again with shorter arguments.")
+
+
 def _refuse(call: ToolCall, message: str) -> PlannedCall:
     return PlannedCall(call_id=call.id, tool=call.name, action="refuse", refusal=message)
 
@@ -75,7 +102,7 @@ def with_unique_call_ids(reply: ModelReply, used: set[str], step: int) -> ModelR
     seen = set(used)
     calls = []
     for index, call in enumerate(reply.tool_calls):
-        call_id = call.id or f"call_{step}_{index}"
+        call_id = call.id if call.id and utf8_size(call.id) <= MAX_NAME_BYTES else f"call_{step}_{index}"
         if call_id in seen:
             call_id = f"{call_id}_{step}_{index}"
         seen.add(call_id)

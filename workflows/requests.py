@@ -11,8 +11,26 @@ from workflows.conversation import ChatMessage
 
 
 class ModelRequest(BaseModel):
+    """What a model backend receives: the messages, the tools, the model name."""
+
     messages: list[ChatMessage]
     tools: list[dict[str, Any]]
+    model: str | None = None
+
+
+class ConversationRef(BaseModel):
+    """What the model activity receives: which conversation to read, not the conversation.
+
+    The activity reads it with the workflow's `model_context` query (queries
+    are not recorded), so the history holds each message once however long the
+    turn runs. The hash chain makes sure it reads exactly the prefix the
+    workflow meant, even if the run moved on meanwhile.
+    """
+
+    session_id: str
+    run_id: str
+    message_count: int
+    prefix_sha256: str
     model: str | None = None
 
 

@@ -9,11 +9,15 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.limits import MAX_RULE_ENTRIES, Name, ReminderSeconds, Seconds
+
 ANY_TOOL = "*"
+People = Annotated[list[Name], Field(max_length=MAX_RULE_ENTRIES)]
+ApprovalCount = Annotated[int, Field(ge=1, le=20)]
 
 
 def args_sha256(args: dict[str, Any]) -> str:
@@ -27,14 +31,14 @@ class DecisionRules(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    approvers: dict[str, list[str]] | None = None
-    required_approvals: dict[str, int] | None = None
+    approvers: Annotated[dict[Name, People], Field(max_length=MAX_RULE_ENTRIES)] | None = None
+    required_approvals: Annotated[dict[Name, ApprovalCount], Field(max_length=MAX_RULE_ENTRIES)] | None = None
     four_eyes: bool = False
-    auto_approve: list[str] = Field(default_factory=list)
-    require_approval: list[str] = Field(default_factory=list)
-    remind_after_seconds: float | None = Field(default=None, gt=0)
-    escalate_after_seconds: float | None = Field(default=None, gt=0)
-    escalate_to: list[str] = Field(default_factory=list)
+    auto_approve: People = Field(default_factory=list)
+    require_approval: People = Field(default_factory=list)
+    remind_after_seconds: ReminderSeconds | None = None
+    escalate_after_seconds: Seconds | None = None
+    escalate_to: People = Field(default_factory=list)
 
     def approvers_for(self, tool: str) -> list[str] | None:
         if not self.approvers:
@@ -58,7 +62,7 @@ class Remember(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scope: Literal["tool", "same_args"]
-    for_seconds: float = Field(gt=0)
+    for_seconds: Seconds
 
 
 class Grant(BaseModel):

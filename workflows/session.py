@@ -7,12 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.conversation import ChatMessage
-from workflows.rules import DecisionRules, Grant
-
-# Whatever a person types joins every later model request, and Temporal caps a
-# payload at 2 MB: a bound here keeps one long paste from wedging the session.
-MAX_TEXT = 100_000
+from workflows.limits import Name, Note, Seconds, Text
+from workflows.rules import DecisionRules
 
 SessionState = Literal["running", "awaiting_human", "idle", "closed"]
 
@@ -28,15 +24,15 @@ DEFAULT_SYSTEM_PROMPT = (
 class UserMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    text: str = Field(min_length=1, max_length=MAX_TEXT)
-    by: str | None = None
+    text: Text
+    by: Name | None = None
     interrupt: bool = False
 
 
 class CancelRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reason: str | None = None
+    reason: Note | None = None
 
 
 AuditEventKind = Literal[
@@ -57,37 +53,24 @@ class AuditEvent(BaseModel):
     signal: str | None = None
 
 
-class CarriedState(BaseModel):
-    """What a session takes into its next run when it continues as new."""
-
-    messages: list[ChatMessage]
-    inbox: list[UserMessage]
-    grants: list[Grant]
-    audit: list[AuditEvent]
-    ignored_signals: list[dict[str, Any]]
-    turn: int
-    total_steps: int
-    last_answer: str | None = None
-    speaker: str | None = None
-
-
 class SessionInput(DecisionRules):
     """One JSON object; only `message` is required. The decision rules are inherited."""
 
     model_config = ConfigDict(extra="forbid")
 
-    message: str = Field(min_length=1, max_length=MAX_TEXT)
-    by: str | None = None
-    system_prompt: str | None = None
-    model: str | None = None
-    tools: list[str] | None = None
+    message: Text
+    by: Name | None = None
+    system_prompt: Text | None = None
+    model: Name | None = None
+    tools: list[Name] | None = Field(default=None, max_length=1000)
     max_steps: int = Field(default=20, ge=1, le=1000)
-    approval_timeout_seconds: float = Field(default=86400, gt=0)
-    answer_timeout_seconds: float = Field(default=86400, gt=0)
-    idle_timeout_seconds: float = Field(default=7 * 86400, gt=0)
-    continue_as_new_after_events: int = Field(default=10_000, ge=20)
-    carried: CarriedState | None = None
-
+    approval_timeout_seconds: Seconds = 86400
+    answer_timeout_seconds: Seconds = 86400
+    idle_timeout_seconds: Seconds = 7 * 86400
+    continue_as_new_after_events: int = Field(default=10_000, ge=20, le=40_000)
+    # Set only by the session itself when it continues as new (see workflows/handover.py):
+    # a start input that carries it is refused, so no caller can forge grants or history.
+    carried: dict[str, Any] | None = None
 
 
 class SessionSummary(BaseModel):

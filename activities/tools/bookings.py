@@ -12,6 +12,8 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
+from activities.tools.workspace import BOOKINGS_DB, Workspace
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS bookings (
     session_id TEXT NOT NULL,
@@ -35,13 +37,14 @@ class Booking:
 
 
 def bookings_file(workspace: Path) -> Path:
-    return workspace / "bookings.sqlite"
+    return workspace / BOOKINGS_DB
 
 
 def book_once(workspace: Path, session_id: str, call_id: str, origin: str, destination: str, date: str) -> Booking:
     reference = "HITL-" + hashlib.sha256(f"{session_id}/{call_id}".encode()).hexdigest()[:6].upper()
-    workspace.mkdir(parents=True, exist_ok=True)
-    with closing(sqlite3.connect(bookings_file(workspace), timeout=30)) as db, db:
+    with Workspace(workspace) as opened:
+        connection = opened.connect_database(None, BOOKINGS_DB)  # 0600, never through a link
+    with closing(connection) as db, db:
         db.execute(SCHEMA)
         db.execute(
             "INSERT OR IGNORE INTO bookings (session_id, call_id, reference, origin, destination, date)"

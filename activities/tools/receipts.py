@@ -11,6 +11,8 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+from activities.tools.workspace import STATE_FOLDER, Workspace
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS receipts (
     session_id TEXT NOT NULL,
@@ -22,10 +24,13 @@ CREATE TABLE IF NOT EXISTS receipts (
 """
 
 
+RECEIPTS_DB = "receipts.sqlite"
+
+
 def _open(workspace: Path) -> sqlite3.Connection:
-    folder = workspace / ".hitl"
-    folder.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(folder / "receipts.sqlite", timeout=30)
+    """The receipts database in .hitl/ (0700), itself 0600, never reached through a link."""
+    with Workspace(workspace) as opened:
+        db = opened.connect_database(STATE_FOLDER, RECEIPTS_DB)
     db.execute(SCHEMA)
     return db
 

@@ -1,0 +1,102 @@
+"""Continue-as-new: what one run of a session hands the next, and when.
+
+Temporal ends a run at 50 MB or 51,200 events of history, so a session that
+lives long starts a fresh run under the same workflow id: between turns, at a
+step boundary inside a long turn, or while it waits for people. The new run
+must go on exactly where the old one stopped: the model's recent view, what
+waits for whom (with votes and deadlines), remembered grants, queued
+messages, the position in the turn. Older transcript pages and audit events
+are not carried: they stay readable in the earlier run (see `transcript_page`).
+
+Only the session itself writes this state: a start input that carries it is
+refused (see AgentWorkflow.__init__), so nobody can forge a grant or a history.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from workflows.conversation import ChatMessage, Conversation
+from workflows.limits import AUDIT_CARRIED, CARRY_BUDGET_BYTES, json_size
+from workflows.pauses import Pauses
+from workflows.planning import PlannedCall
+from workflows.rules import Grant
+from workflows.session import AuditEvent, UserMessage
+
+HISTORY_BYTES_LIMIT = 8_000_000  # continue as new well before Temporal's 50 MB
+DECIDED_KEPT = 1_000  # settled call ids remembered for "already settled" refusals
+CALL_IDS_KEPT = 5_000  # call ids the model already used, to keep new ones unique
+IGNORED_SIGNALS_KEPT = 50
+
+
+class Step(BaseModel):
+    """The tool calls of one model reply that are not all settled yet.
+
+    `ran` is false while the calls wait for decisions, true once the tools
+    have run and only reviews of their results are left.
+    """
+
+    plans: list[PlannedCall]
+    ran: bool = False
+
+
+class CarriedState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[ChatMessage]
+    first_message_index: int = Field(default=0, ge=0)
+    inbox: list[UserMessage] = Field(default_factory=list)
+    grants: list[Grant] = Field(default_factory=list)
+    audit: list[AuditEvent] = Field(default_factory=list)
+    first_audit_index: int = Field(default=0, ge=0)
+    ignored_signals: list[dict[str, Any]] = Field(default_factory=list)
+    turn: int = Field(ge=0)
+    total_steps: int = Field(ge=0)
+    last_answer: str | None = None
+    speaker: str | None = None
+    # The position inside a turn, when the run ended mid-turn.
+    in_turn: bool = False
+    steps: int = Field(default=0, ge=0)
+    error: str | None = None
+    interrupt_requested: bool = False
+    step: Step | None = None
+    pauses: Pauses = Field(default_factory=Pauses)
+    used_call_ids: list[str] = Field(default_factory=list)
+    cancel_reason: str | None = None
+    idle_until: datetime | None = None
+
+
+def fits(carried: CarriedState) -> bool:
+    return json_size(carried.model_dump(mode="json")) <= CARRY_BUDGET_BYTES
+
+
+def shrink_to_fit(carried: CarriedState, conversation: Conversation) -> CarriedState | None:
+    """The carried state within the payload budget, giving up old messages first.
+
+    None when even the newest exchange does not fit beside what waits for
+    people; the session then waits for those pauses to settle before it
+    hands over (their deadlines bound that wait).
+    """
+    fixed = json_size(carried.model_copy(update={"messages": []}).model_dump(mode="json"))
+    room = CARRY_BUDGET_BYTES - fixed
+    if room <= 0:
+        return None
+    messages = conversation.tail(room * 3 // 4)
+    shrunk = carried.model_copy(update={
+        "messages": messages,
+        "first_message_index": carried.first_message_index + len(conversation.messages) - len(messages),
+    })
+    return shrunk if fits(shrunk) else None
+
+
+def newest(items: list[Any], kept: int) -> list[Any]:
+    return items[-kept:] if len(items) > kept else list(items)
+
+
+__all__ = [
+    "AUDIT_CARRIED", "CALL_IDS_KEPT", "DECIDED_KEPT", "HISTORY_BYTES_LIMIT", "IGNORED_SIGNALS_KEPT",
+    "CarriedState", "Step", "fits", "newest", "shrink_to_fit",
+]

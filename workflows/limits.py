@@ -1,0 +1,73 @@
+"""Every bound on what callers and models may hand a session, in one place.
+
+Temporal counts bytes (2 MB a payload, 50 MB and 51,200 events a run), so
+sizes here are UTF-8 bytes, never characters: a Chinese character is three.
+Each bound is far above honest use and far below what could wedge a session.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field
+
+MAX_TEXT_BYTES = 100_000  # a message, an answer, a system prompt
+MAX_NOTE_BYTES = 10_000  # a reason or a comment on a decision
+MAX_NAME_BYTES = 200  # a call id, a person's name, a tool name
+MAX_ARGUMENT_BYTES = 32_768  # one tool call's arguments, as the model or an approver sends them
+MAX_CALLS_PER_REPLY = 16  # tool calls taken from one model reply; more are refused to the model
+MAX_QUEUED_BYTES = 300_000  # messages waiting for the next step boundary, together
+MAX_DURATION_SECONDS = 366 * 86400  # timeouts, reminders, remembered decisions: at most a year
+MIN_REMINDER_SECONDS = 1.0
+MAX_RULE_ENTRIES = 100  # tools or people named in one rule list
+
+RECORDED_BYTES = 300  # how much of a refused value the audit keeps
+MODEL_WINDOW_BYTES = 600_000  # messages sent to the model per call: ~150k tokens, far under 2 MB
+CARRY_BUDGET_BYTES = 1_500_000  # what a run hands the next one when it continues as new
+AUDIT_CARRIED = 200  # newest audit events carried; older ones stay readable in earlier runs
+
+
+def utf8_size(text: str | None) -> int:
+    return len(text.encode("utf-8", "surrogatepass")) if text else 0
+
+
+def json_size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8", "surrogatepass"))
+
+
+def clip(text: str, max_bytes: int) -> str:
+    """The longest prefix of `text` that fits in `max_bytes`, cut on a character boundary."""
+    encoded = text.encode("utf-8", "surrogatepass")
+    if len(encoded) <= max_bytes:
+        return text
+    return encoded[:max_bytes].decode("utf-8", "ignore") + f"… [{len(encoded) - max_bytes} more bytes]"
+
+
+def _at_most(max_bytes: int):  # noqa: ANN202 - returns a validator
+    def check(text: str) -> str:
+        size = utf8_size(text)
+        if size > max_bytes:
+            raise ValueError(f"is {size} bytes; at most {max_bytes} are accepted")
+        return text
+
+    return check
+
+
+Name = Annotated[str, AfterValidator(_at_most(MAX_NAME_BYTES))]
+Note = Annotated[str, AfterValidator(_at_most(MAX_NOTE_BYTES))]
+Text = Annotated[str, Field(min_length=1), AfterValidator(_at_most(MAX_TEXT_BYTES))]
+Seconds = Annotated[float, Field(gt=0, le=MAX_DURATION_SECONDS, allow_inf_nan=False)]
+ReminderSeconds = Annotated[float, Field(ge=MIN_REMINDER_SECONDS, le=MAX_DURATION_SECONDS, allow_inf_nan=False)]
+
+
+def within_json_bytes(max_bytes: int):  # noqa: ANN202 - returns a validator
+    """A validator for any JSON value: its encoded size, not its character count."""
+
+    def check(value: Any) -> Any:
+        size = json_size(value)
+        if size > max_bytes:
+            raise ValueError(f"is {size} bytes as JSON; at most {max_bytes} are accepted")
+        return value
+
+    return check
