@@ -20,7 +20,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.offline_model import OfflineModel
-from encryption import KEY_ID_METADATA, AesGcmCodec, EncryptionKeyError, derived_key_id, parse_keys
+from encryption import ENCODING, KEY_ID_METADATA, AesGcmCodec, EncryptionKeyError, derived_key_id, parse_keys
 from settings import data_converter
 from tests.conftest import pending_items, settled
 from tests.stack import (
@@ -145,12 +145,17 @@ async def test_a_worker_with_the_rotated_key_list_continues_a_session_written_wi
     assert "notes.txt" in status["last_answer"]
 
     history = await (await client_with(server, None)).get_workflow_handle(session.id).fetch_history()
-    key_ids = [{p.metadata[KEY_ID_METADATA].decode() for p in payloads_in(event)} for event in history.events]
+    key_ids = [{p.metadata[KEY_ID_METADATA].decode() for p in payloads_in(event) if p.metadata.get("encoding") == ENCODING}
+               for event in history.events]
     rotation = next(n for n, event in enumerate(history.events)
                     if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
     old_id = derived_key_id(parse_keys(old)[0].secret)
     assert set().union(*key_ids[:rotation]) == {old_id}, "the session began under the old key"
     assert set().union(*key_ids[rotation:]) == {"k2026"}, "what was written after the rotation uses the new key"
+    # Plain by design: the SDK's patch markers and the search attributes an operator queries.
+    plain = {event.event_type for event in history.events
+             if any(p.metadata.get("encoding") != ENCODING for p in payloads_in(event))}
+    assert plain <= {EventType.EVENT_TYPE_MARKER_RECORDED, EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES}
 
 
 async def test_keys_round_trip_rotate_and_refuse_what_they_cannot_read() -> None:
