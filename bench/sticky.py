@@ -12,6 +12,11 @@ takes a session to an approval pause, a worker B, stops A, approves, and times
 the approval until the tool has run (the file is gone). It reports the median
 of each case and the crash/graceful ratio; `--sticky-timeout 10` shows the SDK
 default. tests/test_scale_out.py runs one round of each against the test server.
+
+    python -m bench.sticky --burst 1000 --sticky-timeout 1
+
+measures the cost instead: how many workflow tasks of a burst of sessions on
+one saturated worker waited past the timeout and were replayed elsewhere.
 """
 
 from __future__ import annotations
@@ -28,9 +33,10 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from bench.load import start_worker
+from bench.load import bounded, run_load, start_worker
 from worker import WorkerTuning, pollers
 from workflows.agent import AgentWorkflow
 
@@ -126,12 +132,38 @@ async def measure(
     )
 
 
+async def burst_timeouts(client: Client, address: str, folder: Path, sessions: int,
+                         sticky_timeout: float | None = None) -> tuple[int, int]:
+    """The other side of a short sticky timeout: park `sessions` at once on one worker
+    (bench.load) and count workflow tasks that waited past it (WorkflowTaskTimedOut).
+    Returns (timed-out tasks, sessions they happened in)."""
+    task_queue = f"burst-{uuid.uuid4().hex[:8]}"
+    workspace = folder / task_queue
+    extra = {} if sticky_timeout is None else {"HITL_STICKY_TIMEOUT_SECONDS": str(sticky_timeout)}
+    process = start_worker(address, task_queue, workspace, folder / f"{task_queue}.log", extra)
+    try:
+        await run_load(client, process.pid, task_queue, sessions, task_queue, workspace)
+    finally:
+        process.terminate()
+        process.wait()
+    ids = [execution.id async for execution in client.list_workflows(f"TaskQueue = '{task_queue}'")]
+
+    async def timed_out(session_id: str) -> int:
+        history = await client.get_workflow_handle(session_id).fetch_history()
+        return sum(1 for event in history.events if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT)
+
+    counts = await bounded(ids, timed_out)
+    return sum(counts), sum(1 for count in counts if count)
+
+
 async def main() -> None:
     from devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sticky-timeout", type=float, help="HITL_STICKY_TIMEOUT_SECONDS for the workers")
+    parser.add_argument("--burst", type=int, metavar="SESSIONS",
+                        help="instead: park this many sessions at once and count tasks that outwaited the timeout")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
@@ -139,6 +171,11 @@ async def main() -> None:
         server = start_dev_server(folder / "temporal.db", port=port, ui_port=free_port())
         try:
             client = await connect_when_ready(f"127.0.0.1:{port}")
+            if args.burst:
+                tasks, sessions = await burst_timeouts(client, f"127.0.0.1:{port}", folder, args.burst, args.sticky_timeout)
+                print(f"burst of {args.burst} sessions: {tasks} workflow tasks outwaited the sticky timeout, "
+                      f"in {sessions} sessions")
+                return
             report = await measure(client, f"127.0.0.1:{port}", folder, args.rounds, args.sticky_timeout)
         finally:
             stop_dev_server(server)
