@@ -111,6 +111,19 @@ async def test_a_marker_typed_in_a_message_never_reaches_the_servers_database(
         refused = post_json(f"{api}/codec/decode", {"payloads": []})
         assert refused == 401, "the codec endpoint refuses a caller without the token"
 
+        # The Temporal UI calls it from the browser: encode and decode round-trip, and its origin may call.
+        token = {"Authorization": "Bearer codec-token"}
+        plain_payload = {"metadata": {"encoding": base64.b64encode(b"json/plain").decode()},
+                         "data": base64.b64encode(f'"{secret}"'.encode()).decode()}
+        sealed = post_json(f"{api}/codec/encode", {"payloads": [plain_payload]}, token)
+        assert secret not in json.dumps(sealed)
+        assert post_json(f"{api}/codec/decode", sealed, token) == {"payloads": [plain_payload]}
+        preflight = urllib.request.Request(f"{api}/codec/decode", method="OPTIONS", headers={
+            "Origin": "http://localhost:8233", "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization,content-type,x-namespace"})
+        with urllib.request.urlopen(preflight, timeout=10) as answer:
+            assert answer.headers["Access-Control-Allow-Origin"] == "http://localhost:8233"
+
 
 def post_json(url: str, body: Any, headers: dict[str, str] | None = None) -> Any:
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
