@@ -44,9 +44,12 @@ VERSIONING_BEHAVIORS = {"auto_upgrade": VersioningBehavior.AUTO_UPGRADE, "pinned
 
 @dataclass(frozen=True)
 class WorkerTuning:
-    """What an operator tunes per deployment; `from_env` documents the variables.
+    """What an operator tunes per deployment (README, "Running workers in production").
 
-    The sticky timeout is ours, not the SDK's 10 s: a worker keeps each session
+    The defaults are the SDK's except two. Graceful shutdown is 0 s here (the
+    SDK's, for in-process workers in tests and the demo) but 10 s for
+    `python worker.py` (`from_env`). The sticky timeout is 1 s, not the SDK's
+    10 s: a worker keeps each session
     it ran in a cache and asks the server to send that session's next task to
     it alone (its sticky queue). When the worker dies without saying goodbye
     (SIGKILL, OOM, a lost node) the server holds the task for that long before
