@@ -1,10 +1,19 @@
+# The worker and the API (docker-compose.yml runs both from this image).
 FROM python:3.11-slim
 WORKDIR /app
+# The locked dependency set first, so a code change does not reinstall it.
+COPY requirements.lock ./
+RUN pip install --no-cache-dir --require-hashes -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY workflows ./workflows
 COPY activities ./activities
 COPY console ./console
-COPY settings.py devserver.py exit_cleanly.py worker.py starter.py ./
-RUN pip install --no-cache-dir .
-ENV HITL_WORKSPACE=/workspace
+COPY api ./api
+COPY settings.py encryption.py devserver.py exit_cleanly.py worker.py starter.py ./
+RUN pip install --no-cache-dir --no-deps . \
+    && useradd --create-home --uid 10001 agent \
+    && mkdir -p /workspace && chown agent /workspace
+USER agent
+ENV HITL_WORKSPACE=/workspace PYTHONUNBUFFERED=1
+EXPOSE 8000
 CMD ["python", "worker.py"]

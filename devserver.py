@@ -19,6 +19,18 @@ from temporalio.client import Client
 
 from settings import DATA_CONVERTER
 
+# The search attributes every session keeps current (INTERFACE.md, "Finding
+# waiting sessions"). Other servers get them with `temporal operator
+# search-attribute create` (README; docker-compose.yml's setup service).
+SEARCH_ATTRIBUTES = {
+    "HitlState": "Keyword",
+    "HitlPendingTools": "KeywordList",
+    "HitlWaitingSince": "Datetime",
+    "HitlApprovers": "KeywordList",
+}
+SEARCH_ATTRIBUTE_FLAGS = [flag for name, kind in SEARCH_ATTRIBUTES.items()
+                          for flag in ("--search-attribute", f"{name}={kind}")]
+
 # SQLite's default mode syncs every write; WAL with normal sync measured ~3x faster here.
 FAST_SQLITE = ["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"]
 
@@ -57,6 +69,7 @@ def start_dev_server(db_file: Path, port: int = 7233, ui_port: int = 8233, log_f
             "--port", str(port), "--ui-port", str(ui_port),
             "--log-level", "warn",
             *FAST_SQLITE,
+            *SEARCH_ATTRIBUTE_FLAGS,
         ],
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -2,17 +2,44 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
+from temporalio.envconfig import ClientConfigProfile
+
+from encryption import codec_from_setting
 
 DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_ADDRESS = "localhost:7233"
+DEFAULT_NAMESPACE = "default"
 
-# One data converter for worker, client and tests: pydantic models in, JSON on the wire.
-DATA_CONVERTER = pydantic_data_converter
+
+def data_converter(encryption_key: str | None) -> DataConverter:
+    """pydantic models in, JSON on the wire; with a key, AES-GCM around every payload.
+
+    Encrypted, failure messages and stack traces move into the (encrypted)
+    encoded attributes too: a tool error can quote what the user typed.
+    """
+    codec = codec_from_setting(encryption_key)
+    if codec is None:
+        return pydantic_data_converter
+    return dataclasses.replace(
+        pydantic_data_converter,
+        payload_codec=codec,
+        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+    )
+
+
+# One data converter for worker, clients, the API and tests. A malformed
+# HITL_ENCRYPTION_KEY stops every process here, at start, with the reason.
+DATA_CONVERTER = data_converter(os.environ.get("HITL_ENCRYPTION_KEY"))
+ENCRYPTED = DATA_CONVERTER.payload_codec is not None
 
 
 @dataclass(frozen=True)
@@ -25,12 +52,20 @@ class Settings:
     openai_base_url: str | None
     uses_openai: bool
     notify_url: str | None
+    # Client.connect's arguments as Temporal's environment configuration reads
+    # them: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*,
+    # TEMPORAL_GRPC_META_*, and a profile of the TOML file (TEMPORAL_PROFILE,
+    # TEMPORAL_CONFIG_FILE), environment variables winning over the file.
+    connection: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False)
 
     @classmethod
     def from_env(cls) -> Settings:
+        connection: dict[str, Any] = dict(ClientConfigProfile.load().to_client_connect_config())
+        connection.setdefault("target_host", DEFAULT_ADDRESS)
+        connection.setdefault("namespace", DEFAULT_NAMESPACE)
         return cls(
-            address=os.environ.get("TEMPORAL_ADDRESS", "localhost:7233"),
-            namespace=os.environ.get("TEMPORAL_NAMESPACE", "default"),
+            address=connection["target_host"],
+            namespace=connection["namespace"],
             task_queue=os.environ.get("HITL_TASK_QUEUE", "hitl-agent"),
             workspace=Path(os.environ.get("HITL_WORKSPACE", "./workspace")),
             model=os.environ.get("HITL_MODEL") or DEFAULT_MODEL,
@@ -38,10 +73,20 @@ class Settings:
             # The key itself stays here in the environment, read by the model activity alone.
             uses_openai=bool(os.environ.get("OPENAI_API_KEY")),
             notify_url=os.environ.get("HITL_NOTIFY_URL") or None,
+            connection=connection,
         )
+
+    @property
+    def secured(self) -> str:
+        """How the connection is protected, for start-up lines (never the key itself)."""
+        parts = ["TLS" if self.connection.get("tls") else "plaintext"]
+        if self.connection.get("api_key"):
+            parts.append("API key")
+        if ENCRYPTED:
+            parts.append("payloads encrypted")
+        return ", ".join(parts)
 
 
 async def connect(settings: Settings) -> Client:
-    return await Client.connect(
-        settings.address, namespace=settings.namespace, data_converter=DATA_CONVERTER
-    )
+    connection = settings.connection or {"target_host": settings.address, "namespace": settings.namespace}
+    return await Client.connect(**connection, data_converter=DATA_CONVERTER)

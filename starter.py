@@ -13,13 +13,14 @@ import sys
 import uuid
 from typing import Any
 
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from exit_cleanly import exit_now
 from console.render import describe_pending, print_json, render_status, render_transcript
 from console.sessions import read_all
-from settings import Settings, connect
+from settings import DATA_CONVERTER, ENCRYPTED, Settings, connect
 from workflows.agent import AgentWorkflow
 
 
@@ -79,6 +80,10 @@ def parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="dev server + worker + chat in one process")
     demo.add_argument("--session", default="demo")
     demo.add_argument("--by", default="you")
+
+    serve = commands.add_parser("serve", help="the HTTP API and codec endpoint (HITL_API_HOST:HITL_API_PORT)")
+    serve.add_argument("--host", help="default: HITL_API_HOST or 127.0.0.1")
+    serve.add_argument("--port", type=int, help="default: HITL_API_PORT or 8000")
     return root
 
 
@@ -162,12 +167,40 @@ async def start(client: Client, settings: Settings, args: argparse.Namespace) ->
     if args.tools:
         request["tools"] = [name.strip() for name in args.tools.split(",") if name.strip()]
     session_id = args.session or f"session-{uuid.uuid4().hex[:8]}"
-    await client.start_workflow(AgentWorkflow.run, request, id=session_id, task_queue=settings.task_queue)
+    summary, details = session_summary(request, session_id, encrypted=ENCRYPTED)
+    await client.start_workflow(
+        AgentWorkflow.run, request, id=session_id, task_queue=settings.task_queue,
+        static_summary=summary, static_details=details,
+    )
     if args.json:
         print_json({"session_id": session_id})
     else:
         print(f"started session {session_id}")
     return 0
+
+
+def session_summary(request: dict[str, Any], session_id: str, encrypted: bool) -> tuple[Payload, Payload]:
+    """What the Temporal UI shows in the session's row and header (user metadata).
+
+    Built as plain payloads, deliberately outside the encryption codec, so an
+    operator reads them without the key: with encryption on they carry no
+    conversation content, only who started the session and how it is set up.
+    """
+    who = f" by {request['by']}" if request.get("by") else ""
+    if encrypted:
+        summary = f"Agent session{who}; conversation encrypted"
+    else:
+        first = " ".join(request["message"].split())
+        summary = f"Agent session{who}: {first[:80]}{'…' if len(first) > 80 else ''}"
+    tools = ", ".join(request["tools"]) if request.get("tools") else "all registered tools"
+    details = "\n".join([
+        f"**Session** `{session_id}`, started with `starter.py start`{who}.",
+        f"**Tools**: {tools}. **Model**: {request.get('model') or 'the worker default'}.",
+        "**Waiting for a person?** `temporal workflow query --workflow-id "
+        f"{session_id} --name pending` (the HitlState search attribute says it too).",
+    ])
+    plain = DATA_CONVERTER.payload_converter
+    return plain.to_payload(summary), plain.to_payload(details)
 
 
 async def update(handle: WorkflowHandle[Any, Any], name: str, body: dict[str, Any], as_json: bool) -> int:
@@ -189,6 +222,11 @@ async def update(handle: WorkflowHandle[Any, Any], name: str, body: dict[str, An
 
 def main() -> int:
     args = parser().parse_args()
+    if args.command == "serve":
+        from api.app import serve
+
+        serve(args.host, args.port)
+        return 0
     settings = Settings.from_env()
     try:
         return asyncio.run(run(args, settings))

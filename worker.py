@@ -6,11 +6,19 @@ import asyncio
 import importlib
 import os
 import signal
+import socket
 import sys
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
+from typing import Any, Mapping
 
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
+from temporalio.worker import Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.notify import NotifyActivities
@@ -31,6 +39,94 @@ SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
 )
 
 
+VERSIONING_BEHAVIORS = {"auto_upgrade": VersioningBehavior.AUTO_UPGRADE, "pinned": VersioningBehavior.PINNED}
+
+
+@dataclass(frozen=True)
+class WorkerTuning:
+    """What an operator tunes per deployment (README, "Running workers in production").
+
+    The defaults are the SDK's except two. Graceful shutdown is 0 s here (the
+    SDK's, for in-process workers in tests and the demo) but 10 s for
+    `python worker.py` (`from_env`). The sticky timeout is 1 s, not the SDK's
+    10 s: a worker keeps each session
+    it ran in a cache and asks the server to send that session's next task to
+    it alone (its sticky queue). When the worker dies without saying goodbye
+    (SIGKILL, OOM, a lost node) the server holds the task for that long before
+    any other worker may take it: a person who approves meanwhile waits.
+    """
+
+    max_cached_workflows: int = 1000
+    max_concurrent_activities: int = 100
+    max_concurrent_workflow_tasks: int = 100
+    sticky_timeout_seconds: float = 1.0
+    graceful_shutdown_seconds: float = 0.0
+    identity: str | None = None
+    build_id: str | None = None
+    deployment_name: str | None = None
+    versioning_behavior: str = "auto_upgrade"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> WorkerTuning:
+        def number(name: str, default: float) -> float:
+            text = environ.get(name, "").strip()
+            try:
+                return float(text) if text else default
+            except ValueError:
+                raise SystemExit(f"worker: {name} must be a number, not {text!r}") from None
+
+        behavior = environ.get("HITL_VERSIONING_BEHAVIOR", "auto_upgrade").strip().lower()
+        if behavior not in VERSIONING_BEHAVIORS:
+            raise SystemExit(f"worker: HITL_VERSIONING_BEHAVIOR must be one of {', '.join(VERSIONING_BEHAVIORS)}")
+        return cls(
+            max_cached_workflows=int(number("HITL_WORKFLOW_CACHE_SIZE", cls.max_cached_workflows)),
+            max_concurrent_activities=int(number("HITL_MAX_CONCURRENT_ACTIVITIES", cls.max_concurrent_activities)),
+            max_concurrent_workflow_tasks=int(
+                number("HITL_MAX_CONCURRENT_WORKFLOW_TASKS", cls.max_concurrent_workflow_tasks)
+            ),
+            sticky_timeout_seconds=number("HITL_STICKY_TIMEOUT_SECONDS", cls.sticky_timeout_seconds),
+            # A deploy's SIGTERM lets running model calls and tools finish this long.
+            graceful_shutdown_seconds=number("HITL_GRACEFUL_SHUTDOWN_SECONDS", 10.0),
+            identity=environ.get("HITL_WORKER_IDENTITY") or None,
+            build_id=environ.get("HITL_BUILD_ID") or None,
+            deployment_name=environ.get("HITL_DEPLOYMENT_NAME") or None,
+            versioning_behavior=behavior,
+        )
+
+    def worker_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "max_cached_workflows": self.max_cached_workflows,
+            "max_concurrent_activities": self.max_concurrent_activities,
+            "max_concurrent_workflow_tasks": self.max_concurrent_workflow_tasks,
+            "sticky_queue_schedule_to_start_timeout": timedelta(seconds=self.sticky_timeout_seconds),
+            "graceful_shutdown_timeout": timedelta(seconds=self.graceful_shutdown_seconds),
+        }
+        if self.identity:
+            options["identity"] = self.identity
+        if self.deployment_name:
+            if not self.build_id:
+                raise SystemExit("worker: HITL_DEPLOYMENT_NAME needs HITL_BUILD_ID (worker versioning)")
+            # Worker versioning: the server routes each session's tasks to a
+            # build of this deployment (see the README, "Deploying a new build").
+            options["deployment_config"] = WorkerDeploymentConfig(
+                version=WorkerDeploymentVersion(self.deployment_name, self.build_id),
+                use_worker_versioning=True,
+                default_versioning_behavior=VERSIONING_BEHAVIORS[self.versioning_behavior],
+            )
+        elif self.build_id:
+            options["build_id"] = self.build_id  # recorded in history, no routing
+        return options
+
+    def describe(self) -> str:
+        text = (f"cache {self.max_cached_workflows} sessions, {self.max_concurrent_activities} activities, "
+                f"sticky timeout {self.sticky_timeout_seconds:g} s, graceful shutdown {self.graceful_shutdown_seconds:g} s")
+        if self.build_id:
+            text += f", build {self.build_id}"
+        if self.deployment_name:
+            text += f" of deployment {self.deployment_name} ({self.versioning_behavior})"
+        return text
+
+
 def build_worker(
     client: Client,
     task_queue: str,
@@ -38,6 +134,7 @@ def build_worker(
     workspace: Path,
     notify_url: str | None = None,
     tools: ToolActivities | None = None,
+    tuning: WorkerTuning | None = None,
 ) -> Worker:
     workspace.mkdir(parents=True, exist_ok=True)
     model, notify = ModelActivities(backend, client), NotifyActivities(workspace, notify_url)
@@ -52,6 +149,7 @@ def build_worker(
         # size check would turn a caller's oversized Update into a task that fails for
         # ever. The server still refuses anything it would store over its limits.
         disable_payload_error_limit=True,
+        **(tuning or WorkerTuning()).worker_options(),
     )
 
 
@@ -76,13 +174,38 @@ async def connect_with_patience(settings: Settings, attempts: int = 30) -> Clien
     raise AssertionError("unreachable")
 
 
+async def pollers(client: Client, task_queue: str) -> set[str]:
+    """Identities of the workers polling a task queue for workflow tasks now."""
+    answer = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+        namespace=client.namespace, task_queue=TaskQueue(name=task_queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    ))
+    return {poller.identity for poller in answer.pollers}
+
+
+async def health_check() -> int:
+    """`python worker.py --check`: 0 when a worker of this host (container) polls its task queue.
+
+    The SDK's default identity is `<pid>@<hostname>`; HITL_WORKER_IDENTITY replaces it.
+    """
+    settings = Settings.from_env()
+    identity = WorkerTuning.from_env().identity
+    polling = await pollers(await connect(settings), settings.task_queue)
+    here = [name for name in polling if name == identity or name.endswith(f"@{socket.gethostname()}")]
+    print(f"worker: polling {settings.task_queue}: {', '.join(here) or 'no worker of this host'}")
+    return 0 if here else 1
+
+
 async def main() -> None:
     settings = Settings.from_env()
     extra = load_tool_modules()
     backend = backend_from_env(settings)
+    tuning = WorkerTuning.from_env()
     client = await connect_with_patience(settings)
-    worker = build_worker(client, settings.task_queue, backend, settings.workspace, settings.notify_url)
-    print(f"worker: {settings.address} namespace={settings.namespace} task_queue={settings.task_queue}")
+    worker = build_worker(client, settings.task_queue, backend, settings.workspace, settings.notify_url, tuning=tuning)
+    print(f"worker: {settings.address} namespace={settings.namespace} task_queue={settings.task_queue} "
+          f"({settings.secured})")
+    print(f"worker: identity {tuning.identity or client.identity}; {tuning.describe()}")
     print(f"worker: model: {backend.description}")
     print(f"worker: workspace: {settings.workspace.resolve()}" + (f"; extra tools from {extra}" if extra else ""))
     print(f"worker: notifications: {settings.notify_url or settings.workspace / 'notifications.jsonl'}")
@@ -96,5 +219,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--check"]:
+        exit_now(asyncio.run(health_check()))
     asyncio.run(main())
     exit_now(0)

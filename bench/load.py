@@ -71,8 +71,11 @@ class LoadReport:
                          for key, value in asdict(self).items())
 
 
-def start_worker(address: str, task_queue: str, workspace: Path, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "TEMPORAL_ADDRESS": address, "HITL_TASK_QUEUE": task_queue, "HITL_WORKSPACE": str(workspace)}
+def start_worker(
+    address: str, task_queue: str, workspace: Path, log: Path, extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "TEMPORAL_ADDRESS": address, "HITL_TASK_QUEUE": task_queue, "HITL_WORKSPACE": str(workspace),
+           **(extra_env or {})}
     env.pop("OPENAI_API_KEY", None)
     return subprocess.Popen([sys.executable, "worker.py"], cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
 
