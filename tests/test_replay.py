@@ -153,6 +153,18 @@ async def test_recorded_history_replays(path: Path) -> None:
     await replayer().replay_workflow(history)
 
 
+LEGACY = CORPUS / "legacy"
+
+
+@pytest.mark.parametrize("path", sorted(LEGACY.glob("*.json")), ids=lambda p: p.stem[:80])
+async def test_sessions_recorded_before_long_session_hand_overs_still_replay(path: Path) -> None:
+    """Histories recorded before issue 8's changes (whole-conversation model inputs, hand-overs
+    only between turns): sessions paused then must finish on today's workers."""
+    workflow_id = path.stem.split("--")[1]
+    history = WorkflowHistory.from_json(workflow_id, path.read_text())
+    await replayer().replay_workflow(history)
+
+
 def test_the_corpus_holds_every_expected_scenario_run_by_run() -> None:
     runs: dict[str, Counter[str]] = defaultdict(Counter)  # scenario -> workflow id -> runs recorded
     without_run_id = []

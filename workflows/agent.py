@@ -210,14 +210,14 @@ class AgentWorkflow:
         session starts; a local activity records the verdict, so a later catalog cannot change it."""
         problems = await workflow.execute_local_activity(
             "unknown_tools", self.config.model_dump(include=RULE_FIELDS), result_type=list[str],
-            start_to_close_timeout=timedelta(seconds=10),
+            start_to_close_timeout=timedelta(seconds=10), summary="check the rules' tool names",
         )
         if problems:
             raise ApplicationError(f"invalid session input: {'; '.join(problems)}", type="InvalidSessionInput", non_retryable=True)
 
     async def next_user_turn(self) -> bool:
         if self.turn:
-            self.state = "idle"
+            self.set_state("idle")
         if self.idle_until is None:
             self.idle_until = workflow.now() + timedelta(seconds=self.config.idle_timeout_seconds)
         if self.history_is_long():
@@ -250,7 +250,7 @@ class AgentWorkflow:
             self.error = None
             self.take_in_messages()
         self.in_turn = True
-        self.state = "running"
+        self.set_state("running")
         if self.step is not None:  # the previous run handed over in the middle of a step
             await self.finish_step()
             self.take_in_messages()
@@ -268,6 +268,8 @@ class AgentWorkflow:
                     continue
                 break
             self.append(self.conversation.assistant_message(reply))
+            workflow.logger.info("step", extra={"session": workflow.info().workflow_id, "turn": self.turn,
+                                                "step": self.steps, "tools": [c.name for c in reply.tool_calls]})
             if not reply.tool_calls:
                 self.last_answer = reply.content or ""
                 break
@@ -312,7 +314,9 @@ class AgentWorkflow:
             prefix_sha256=self.chain[-1] if self.chain else "", model=self.config.model,
         )
         call = asyncio.ensure_future(
-            workflow.execute_activity("call_model", reference, result_type=ModelReply, **MODEL_CALL)
+            workflow.execute_activity(
+                "call_model", reference, result_type=ModelReply, summary=f"model, turn {self.turn} step {self.steps}", **MODEL_CALL
+            )
         )
         # A cancel or an interrupting message stops the wait at once; the
         # heartbeating activity hears of its cancellation on its next beat.
@@ -390,7 +394,9 @@ class AgentWorkflow:
     async def run_tool(self, call_id: str, tool: str, args: dict[str, Any]) -> ToolOutcome:
         invocation = ToolInvocation(session_id=workflow.info().workflow_id, call_id=call_id, tool=tool, args=args)
         try:
-            output = await workflow.execute_activity("run_tool", invocation, result_type=str, **TOOL_CALL)
+            output = await workflow.execute_activity(
+                "run_tool", invocation, result_type=str, summary=f"{tool} ({call_id})", **TOOL_CALL
+            )
         except ActivityError as error:
             return ToolOutcome(text=f"Error: {tool} failed: {failure_message(error)}")
         return ToolOutcome(text=output, ran=True)
@@ -513,7 +519,7 @@ class AgentWorkflow:
     async def wait_for_people(self) -> None:
         """Wait until every open pause is settled: by a person, a message, a cancel or the clock."""
         while self.pauses.is_waiting():
-            self.state = "awaiting_human"
+            self.set_state("awaiting_human")
             if self.cancel_reason is not None:
                 self.settle_all("cancelled", f"The session was cancelled ({self.cancel_reason})")
                 continue
@@ -537,7 +543,7 @@ class AgentWorkflow:
                 except asyncio.TimeoutError:
                     pass
             self.on_the_clock()
-        self.state = "running"
+        self.set_state("running")
 
     def history_is_critical(self) -> bool:
         info = workflow.info()
@@ -562,6 +568,11 @@ class AgentWorkflow:
     def settle_all(self, outcome: Outcome, why: str) -> None:
         for settlement in self.pauses.settle_all(outcome, why, workflow.now()):
             self.record_settlement(settlement)
+
+    def requested_at(self, call_id: str) -> datetime:
+        """When the pause for a call opened (from the audit), for the decision's log line."""
+        return next((event.at for event in reversed(self.audit_trail)
+                     if event.event == "requested" and event.call_id == call_id), workflow.now())
 
     def grant_for(self, plan: PlannedCall) -> Grant | None:
         """A remembered approval that covers this call; under four-eyes, never its author's own request."""
@@ -592,7 +603,9 @@ class AgentWorkflow:
         async def send() -> None:
             self.notifications_in_flight += 1
             try:
-                await workflow.execute_activity("notify", notification, **NOTIFY_CALL)
+                await workflow.execute_activity(
+                    "notify", notification, summary=f"notify {', '.join(notification.to) or 'anyone'}: {event}", **NOTIFY_CALL
+                )
             except ActivityError as error:
                 workflow.logger.warning("notification failed: %s", failure_message(error))
             finally:
@@ -861,6 +874,18 @@ class AgentWorkflow:
 
     # ---------------------------------------------------------------- helpers
 
+    def set_state(self, state: SessionState) -> None:
+        """The state, and what an operator reads in the Temporal UI: names and times, no content."""
+        self.state = state
+        waiting = ", ".join(f"{item.kind} of {item.tool} ({item.call_id})" for item in self.pauses.open)
+        detail = {
+            "running": f"running turn {self.turn}, step {self.steps}",
+            "awaiting_human": f"waiting for people: {waiting}",
+            "idle": f"idle after turn {self.turn}",
+            "closed": f"closed: {self.closed_reason}",
+        }[state]
+        workflow.set_current_details(detail)
+
     def system_prompt(self) -> str:
         return self.config.system_prompt or DEFAULT_SYSTEM_PROMPT
 
@@ -871,9 +896,14 @@ class AgentWorkflow:
         for call_id in self.conversation.unanswered_call_ids():
             self.add_tool_result(call_id, f"{why}; the tool did not run.")
         self.closed_reason = reason
-        self.state = "closed"
+        self.set_state("closed")
 
     def record_settlement(self, settlement: Settlement) -> None:
+        workflow.logger.info("decision", extra={
+            "session": workflow.info().workflow_id, "turn": self.turn, "step": self.steps, "call": settlement.call_id,
+            "tool": settlement.tool, "outcome": settlement.outcome, "by": settlement.by,
+            "waited_seconds": (settlement.at - self.requested_at(settlement.call_id)).total_seconds(),
+        })
         self.record(
             AUDIT_EVENT[settlement.outcome], settlement.call_id, settlement.tool, settlement.args_sha256,
             by=settlement.by, comment=settlement.comment, rule=settlement.rule,
