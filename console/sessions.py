@@ -64,11 +64,11 @@ async def read_all(client: Client, session_id: str, query: str, key: str) -> lis
         # The oldest run that holds `offset`: walk back along the chain as far as needed.
         while offset < chain[-1]["first"] and chain[-1]["earlier"]:
             earlier = client.get_workflow_handle(session_id, run_id=chain[-1]["earlier"])
-            page = await earlier.query(query, {"offset": offset}, rpc_timeout=RPC)
+            page = await earlier.query(query, {"offset": offset, "limit": 1}, rpc_timeout=RPC)
             chain.append({"run_id": chain[-1]["earlier"], "first": page["first_index"], "earlier": page["earlier_run_id"]})
         holder = next((run for run in chain if run["first"] <= offset), chain[-1])
         target = client.get_workflow_handle(session_id, run_id=holder["run_id"]) if holder["run_id"] else handle
-        page = await target.query(query, {"offset": offset}, rpc_timeout=RPC)
+        page = await target.query(query, {"offset": offset, "limit": 100_000}, rpc_timeout=RPC)
         if not page[key]:
             if page["offset"] > offset:  # gone with an earlier run (retention): say so, do not spin
                 items.append({"missing": page["offset"] - offset})

@@ -407,7 +407,10 @@ async def check_cancel_then_approve(agent: Agent, detail: dict[str, Any]) -> Non
     items = [(await pending_items(session))[0] for session in sessions]
     for session, item in zip(sessions, items):  # back to back, as one client would
         await session.signal("cancel", {"reason": "stop"})
-        await session.signal("approve", {"call_id": item["call_id"]})
+        try:
+            await session.signal("approve", {"call_id": item["call_id"]})
+        except RPCError as error:  # the session may already have closed: then nothing can be approved anyway
+            assert "already completed" in error.message, error
     by_update = await agent.start(bad_inputs.DELETE)
     [item] = await pending_items(by_update)
     await by_update.execute_update("cancel_update", {"reason": "stop"})

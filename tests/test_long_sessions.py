@@ -9,10 +9,7 @@ long turns through a real dev server and measure the history over every run.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import os
-import re
 
 from pathlib import Path
 from typing import AsyncIterator, Awaitable, Callable
@@ -21,57 +18,17 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from activities.tools import tool
+from bench.scripted_model import LongTurnModel, fingerprint
 from console.sessions import measure_history, read_all
 from tests.conftest import Agent, assert_well_formed, eventually, pending_items, query, running_agent, settled
-from workflows.conversation import ChatMessage, FunctionCall, ModelReply, ToolCall, placeholder
-from workflows.requests import ModelRequest
+from workflows.conversation import ChatMessage, placeholder
 
-STEP = re.compile(r"^step (\d+)\b")
-OMITTED = re.compile(r"^\[(\d+) earlier messages")
 
 
 @tool
 def bulky_lookup(step: int) -> str:
     """Look something up and return a 20 KB report (for the long-session tests)."""
     return f"report {step}: " + "r" * 20_000
-
-
-class LongTurnModel:
-    """Calls a tool on every step of a long turn, writing `text_bytes` each time, then answers.
-
-    It reads its position from the newest assistant message (the newest
-    messages always reach the model whole), and keeps a fingerprint of every
-    whole message it was sent, to compare with the transcript afterwards.
-    """
-
-    description = "a scripted model for long turns"
-
-    def __init__(self, steps: int, text_bytes: int, tool_name: str = "search_web") -> None:
-        self.steps, self.text_bytes, self.tool_name = steps, text_bytes, tool_name
-        self.seen: list[tuple[int, list[str]]] = []
-        self.requests = 0
-
-    async def complete(self, request: ModelRequest) -> ModelReply:
-        self.requests += 1
-        messages = request.messages[1:]  # after the system prompt
-        omitted = OMITTED.match(messages[0].content or "") if messages[0].role == "user" else None
-        if omitted:
-            messages = messages[1:]
-        self.seen.append((int(omitted.group(1)) if omitted else 0, [fingerprint(m.to_openai()) for m in messages]))
-        last = next((m for m in reversed(request.messages) if m.role == "assistant"), None)
-        done = int(STEP.match(last.content).group(1)) if last is not None and request.messages[-1].role == "tool" else 0
-        step = done + 1
-        if step >= self.steps:
-            return ModelReply(content=f"step {step}: finished after {step} steps.")
-        text = f"step {step} " + "w" * (self.text_bytes - 12)
-        args = {"query": f"step {step}"} if self.tool_name == "search_web" else {"step": step}
-        return ModelReply(content=text, tool_calls=[
-            ToolCall(id=f"call_{step}", function=FunctionCall(name=self.tool_name, arguments=json.dumps(args)))
-        ])
-
-
-def fingerprint(message: dict) -> str:
-    return hashlib.sha256(json.dumps(message, sort_keys=True).encode()).hexdigest()
 
 
 def assert_model_saw_the_transcript(model: LongTurnModel, transcript: list[dict]) -> None:

@@ -109,7 +109,7 @@ HAND_OVER_ANYWHERE = "continue-as-new-inside-turns-and-pauses"
 HISTORY_EVENTS_CRITICAL = 45_000
 HISTORY_BYTES_CRITICAL = 40_000_000
 RULE_FIELDS = {"approvers", "required_approvals", "auto_approve", "require_approval"}
-PAGE_BYTES = 1_000_000  # a query answer stays far below Temporal's 2 MB
+PAGE_BYTES = 1_500_000  # a query answer stays below Temporal's 2 MB
 AUDIT_EVENT: dict[Outcome, str] = {
     "approved": "approved", "edited": "edited", "rejected": "rejected", "declined": "rejected",
     "answered": "answered", "timed_out": "timed_out", "moved_on": "cancelled", "cancelled": "cancelled",

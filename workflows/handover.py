@@ -27,7 +27,7 @@ from workflows.rules import Grant
 from workflows.session import AuditEvent, UserMessage
 
 HISTORY_BYTES_LIMIT = 12_000_000  # continue as new far before Temporal's 50 MB: one step adds at most ~2 MB
-CARRIED_MESSAGES_BYTES = 200_000  # the newest messages a new run starts with; the model's view grows back from there
+CARRIED_MESSAGES_BYTES = 150_000  # the newest messages a new run starts with; the model's view grows back from there
 DECIDED_KEPT = 1_000  # settled call ids remembered for "already settled" refusals
 CALL_IDS_KEPT = 5_000  # call ids the model already used, to keep new ones unique
 IGNORED_SIGNALS_KEPT = 50

@@ -8,7 +8,7 @@ Each bound is far above honest use and far below what could wedge a session.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable
 
 from pydantic import AfterValidator, Field
 
@@ -44,14 +44,21 @@ def clip(text: str, max_bytes: int) -> str:
     return encoded[:max_bytes].decode("utf-8", "ignore") + f"… [{len(encoded) - max_bytes} more bytes]"
 
 
-def _at_most(max_bytes: int):  # noqa: ANN202 - returns a validator
-    def check(text: str) -> str:
-        size = utf8_size(text)
+def _at_most(max_bytes: int, measure: Callable[[Any], int] = utf8_size, encoded: str = ""):  # noqa: ANN202
+    """A validator: the value's encoded size, not its character count, within `max_bytes`."""
+
+    def check(value: Any) -> Any:
+        size = measure(value)
         if size > max_bytes:
-            raise ValueError(f"is {size} bytes; at most {max_bytes} are accepted")
-        return text
+            raise ValueError(f"is {size} bytes{encoded}; at most {max_bytes} are accepted")
+        return value
 
     return check
+
+
+def within_json_bytes(max_bytes: int):  # noqa: ANN202 - returns a validator
+    """A validator for any JSON value, measured as JSON."""
+    return _at_most(max_bytes, json_size, " as JSON")
 
 
 Name = Annotated[str, AfterValidator(_at_most(MAX_NAME_BYTES))]
@@ -59,15 +66,3 @@ Note = Annotated[str, AfterValidator(_at_most(MAX_NOTE_BYTES))]
 Text = Annotated[str, Field(min_length=1), AfterValidator(_at_most(MAX_TEXT_BYTES))]
 Seconds = Annotated[float, Field(gt=0, le=MAX_DURATION_SECONDS, allow_inf_nan=False)]
 ReminderSeconds = Annotated[float, Field(ge=MIN_REMINDER_SECONDS, le=MAX_DURATION_SECONDS, allow_inf_nan=False)]
-
-
-def within_json_bytes(max_bytes: int):  # noqa: ANN202 - returns a validator
-    """A validator for any JSON value: its encoded size, not its character count."""
-
-    def check(value: Any) -> Any:
-        size = json_size(value)
-        if size > max_bytes:
-            raise ValueError(f"is {size} bytes as JSON; at most {max_bytes} are accepted")
-        return value
-
-    return check
