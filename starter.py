@@ -77,6 +77,17 @@ def parser() -> argparse.ArgumentParser:
     chat.add_argument("--session", default="chat")
     chat.add_argument("--by", default="you")
 
+    inbox = commands.add_parser("inbox", help="every call waiting for a person, across sessions, oldest first")
+    inbox.add_argument("--for", dest="person", help="only what this person may decide")
+    inbox.add_argument("--claimed", action="store_true", help="with --for: also what others have claimed")
+    inbox.add_argument("--task-queue", help="only sessions of this task queue (default: the whole namespace)")
+    inbox.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON rows")
+
+    watch = commands.add_parser("watch", help="print a session's events as they happen, until it closes")
+    watch.add_argument("session")
+    watch.add_argument("--after", type=int, default=0, help="start after this event id (default: all kept)")
+    watch.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="one JSON event per line")
+
     demo = commands.add_parser("demo", help="dev server + worker + chat in one process")
     demo.add_argument("--session", default="demo")
     demo.add_argument("--by", default="you")
@@ -122,6 +133,12 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         return await Chat(client, settings.task_queue, args.session, args.by).run()
     if args.command == "start":
         return await start(client, settings, args)
+    if args.command == "inbox":
+        return await show_inbox(client, args)
+    if args.command == "watch":
+        from console.watch import watch
+
+        return await watch(client, args.session, args.after, args.json)
     handle = client.get_workflow_handle(args.session)
     if args.command in ("pending", "status", "transcript", "audit"):
         result = await read_query(client, args.session, args.command)
@@ -159,6 +176,21 @@ async def read_query(client: Client, session_id: str, name: str) -> Any:
                 raise
             await asyncio.sleep(0.25)
     raise AssertionError("unreachable")
+
+
+async def show_inbox(client: Client, args: argparse.Namespace) -> int:
+    from console.inbox import InboxUnavailable, inbox_json, read_inbox, render_inbox
+
+    try:
+        inbox = await read_inbox(client, task_queue=args.task_queue, person=args.person, show_claimed=args.claimed)
+    except InboxUnavailable as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if args.json:
+        print_json(inbox_json(inbox))
+    else:
+        print(render_inbox(inbox, args.person))
+    return 0
 
 
 async def start(client: Client, settings: Settings, args: argparse.Namespace) -> int:

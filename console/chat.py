@@ -14,6 +14,8 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from console.events import PAGE, EventsUnavailable, SessionEvent, read_events
+from console.progress import Activity, WorkingIndicator
 from console.render import call_text, render_message
 from workflows.agent import AgentWorkflow
 
@@ -54,6 +56,9 @@ class Chat:
         self.by = by
         self.shown = 0
         self.echo_user = True  # show the history once when reattaching; after that you typed it
+        self.indicator = WorkingIndicator()
+        self.activity = Activity()
+        self.events_seen = 0  # the spinner line's tool comes from the session's events
 
     async def run(self) -> int:
         print(f"(session {self.session_id}; Ctrl-C or Ctrl-D leaves it where it is, /cancel ends it)")
@@ -108,15 +113,43 @@ class Chat:
         )
 
     async def settle(self, handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
-        """Show the conversation as it grows until the session waits for someone."""
-        while True:
-            status = await handle.query("status")
-            await self.show_new_messages(handle)
-            if status["state"] != "running" and not status["queued_messages"]:
-                if status.get("error"):
-                    print(f"(error: {status['error']})")
-                return status
-            await asyncio.sleep(POLL_SECONDS)
+        """Show the conversation as it grows until the session waits for someone,
+        with a spinner line (on a terminal) while the agent works."""
+        try:
+            while True:
+                status = await handle.query("status")
+                await self.show_new_messages(handle)
+                if status["state"] != "running" and not status["queued_messages"]:
+                    self.indicator.stop()
+                    if status.get("error"):
+                        print(f"(error: {status['error']})")
+                    return status
+                await self.show_progress(handle, status)
+                await asyncio.sleep(POLL_SECONDS)
+        finally:
+            self.indicator.stop()
+
+    async def show_progress(self, handle: WorkflowHandle[Any, Any], status: dict[str, Any]) -> None:
+        """The step from `status`, the tool from the session's events (the stream `watch` and the API share)."""
+        if not self.indicator.enabled:
+            return
+        self.activity.read_status(status)
+        for event in await self.new_events(handle):
+            self.activity.read_event(event)
+        self.activity.state = "running"  # a queued message is work too, whatever the last event said
+        self.indicator.show(self.activity)
+
+    async def new_events(self, handle: WorkflowHandle[Any, Any]) -> list[SessionEvent]:
+        try:
+            answer = await read_events(handle, self.events_seen, PAGE)
+        except EventsUnavailable:
+            return []  # a worker without the `events` query: the line shows the step alone
+        if answer is None:
+            return []
+        events = [SessionEvent.model_validate(event) for event in answer["events"]]
+        if events:
+            self.events_seen = events[-1].id
+        return events
 
     async def wait_for_others(self, handle: WorkflowHandle[Any, Any], pending: list[dict[str, Any]]) -> None:
         print(f"(you approved; waiting for other approvers of {pending[0]['tool']})")
