@@ -4,8 +4,11 @@
 
 starts its own dev server (file-backed, the demo's settings) and one
 `python worker.py` process, then parks that many sessions on an approval,
-finds each one through the client (list the running sessions, query what
-waits), and resumes every one of them with a rejection. Each phase has a
+finds them two ways, and resumes every one of them with a rejection. Found by
+list-and-query (list the running sessions, query each what waits: the worker
+replays every session it no longer caches) and by the inbox (console/inbox.py:
+one visibility list of `HitlState="awaiting_human"` reading each session's
+memo; the median of three reads), with their ratio, in the same run. Each phase has a
 deadline; the report counts what each phase reached by then, so a session
 that never parked, was not found or never resumed shows up as a number short
 of `sessions`. tests/test_load.py runs the same code with 1,000 sessions and
@@ -32,11 +35,14 @@ from typing import Any, Awaitable, Callable
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
+from console.inbox import read_inbox
+from console.updates import execute_update_retrying
 from devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 from workflows.agent import AgentWorkflow
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = 64
+INBOX_READS = 3
 MESSAGE = "please delete notes.txt"
 
 
@@ -60,6 +66,9 @@ class LoadReport:
     worker_rss_mb: float
     found: int
     find_all_seconds: float
+    inbox_found: int
+    inbox_seconds: float  # median of INBOX_READS whole reads of the inbox
+    inbox_speedup: float  # find_all_seconds / inbox_seconds
     resume_seconds: float  # one random session, on an otherwise quiet worker
     resumed: int
     resume_all_seconds: float
@@ -141,10 +150,26 @@ async def find_each(client: Client, task_queue: str, found: set[str]) -> None:
     await bounded(running, look)
 
 
+async def read_the_inbox(client: Client, task_queue: str, parked: int, patience: float) -> tuple[int, float]:
+    """What the inbox does: one visibility list with the sessions' memos, no query. The parked
+    sessions it found (approvals of delete_file) and the median seconds of its last INBOX_READS reads;
+    visibility lags a moment behind the sessions, so it reads until all are there or patience runs out."""
+    give_up = time.perf_counter() + patience
+    times: list[float] = []
+    while True:
+        began = time.perf_counter()
+        inbox = await read_inbox(client, task_queue=task_queue)
+        times.append(time.perf_counter() - began)
+        found = len({item.session_id for item in inbox.items if (item.kind, item.tool) == ("approval", "delete_file")})
+        if found >= parked and len(times) >= INBOX_READS or time.perf_counter() > give_up:
+            return found, statistics.median(times[-INBOX_READS:])
+        await asyncio.sleep(0.5)
+
+
 async def resume(handle: WorkflowHandle[Any, Any]) -> float:
     """Reject the pending call and wait until the session has answered: the seconds it took."""
     began = time.perf_counter()
-    await handle.execute_update("reject_update", {"reason": "load test"})
+    await execute_update_retrying(handle, "reject_update", {"reason": "load test"})
     while (await patiently(lambda: handle.query("status", rpc_timeout=timedelta(seconds=30))))["state"] != "idle":
         await asyncio.sleep(0.05)
     return time.perf_counter() - began
@@ -185,6 +210,7 @@ async def run_load(
     found_at = time.perf_counter()
     await within(deadlines.find_all, find_each(client, task_queue, found))
     find_all = time.perf_counter() - found_at
+    inbox_found, inbox_seconds = await read_the_inbox(client, task_queue, len(parked_at), min(deadlines.find_all, 60))
 
     chosen, *others = random.sample(ids, len(ids))
     took: dict[str, float] = {}
@@ -197,6 +223,7 @@ async def run_load(
         sessions=sessions, start_seconds=started, starts_per_second=sessions / started,
         parked=len(parked_at), all_parked_seconds=all_parked, slowest_park_seconds=slowest_park,
         worker_rss_mb=memory, found=len(found), find_all_seconds=find_all,
+        inbox_found=inbox_found, inbox_seconds=inbox_seconds, inbox_speedup=find_all / inbox_seconds,
         resume_seconds=took.get(chosen, float("nan")), resumed=len(took), resume_all_seconds=resume_all,
         median_resume_seconds=statistics.median(latencies), slowest_resume_seconds=max(latencies),
     )

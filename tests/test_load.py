@@ -2,7 +2,7 @@
 
 bench/load.py does the work and reports the numbers (10,000 sessions there);
 this test holds the report to what it claims: no session short in any phase,
-each phase within its deadline.
+each phase within its deadline, the inbox under a second.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ SESSIONS = 1000
 # Measured here on 2 shared cores: parked in 32 s, found in 3 s, one resume in 36 ms.
 # The deadlines leave room for a busy CI machine, not for a session that is lost.
 DEADLINES = Deadlines(park_all=240, find_all=120, resume_each=60)
+INBOX_SECONDS = 1.0  # the issue's bound for 10,000 sessions, held here at 1,000 on a busy machine
 
 
 async def test_a_thousand_paused_sessions_all_park_are_found_and_resume(env: WorkflowEnvironment, tmp_path: Path) -> None:
@@ -34,6 +35,8 @@ async def test_a_thousand_paused_sessions_all_park_are_found_and_resume(env: Wor
     assert report.slowest_park_seconds <= DEADLINES.park_all
     assert report.found == SESSIONS, f"{SESSIONS - report.found} parked sessions were not found with their approval"
     assert report.find_all_seconds <= DEADLINES.find_all
+    assert report.inbox_found == SESSIONS, f"the inbox (one visibility list) missed {SESSIONS - report.inbox_found} sessions"
+    assert report.inbox_seconds < INBOX_SECONDS, f"the inbox took {report.inbox_seconds:.2f} s for {SESSIONS} sessions"
     assert report.resumed == SESSIONS, f"{SESSIONS - report.resumed} sessions did not resume within {DEADLINES.resume_each} s"
     assert report.slowest_resume_seconds <= DEADLINES.resume_each
     assert 0 < report.worker_rss_mb < 2048, "the worker's memory was read, and stays bounded"
