@@ -55,7 +55,7 @@ class EventsUnavailable(Exception):
 def resync(after: int, oldest: int, last: int) -> SessionEvent:
     """Events after `after` are gone from the session's log: the follower should re-read `status` and
     `pending`. Its id is the last id accounted for, so a client resuming from it misses nothing more."""
-    accounted = max(oldest - 1, 0) if oldest else last
+    accounted = last if last < after else oldest - 1
     return SessionEvent(id=accounted, type=RESYNC, data={"after": after, "oldest": oldest, "last": last})
 
 
