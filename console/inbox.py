@@ -52,6 +52,7 @@ class InboxItem(BaseModel):
     question: str | None = None
     choices: list[str] | None = None
     fields: list[dict[str, Any]] | None = None
+    result: str | None = None  # a review's result, clipped in the memo
     deadline: datetime | None = None
 
     def claimed_by_someone_else(self, person: str, now: datetime) -> bool:
