@@ -37,7 +37,7 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
     environment = await WorkflowEnvironment.start_local(
         data_converter=DATA_CONVERTER,
         dev_server_existing_path=temporal_binary(),
-        dev_server_extra_args=[*FAST_SQLITE, *SEARCH_ATTRIBUTE_FLAGS],  # as the embedded dev server registers them
+        dev_server_extra_args=[*FAST_SQLITE, *SEARCH_ATTRIBUTE_FLAGS],
     )
     yield environment
     await environment.shutdown()
