@@ -1,0 +1,130 @@
+"""Who is calling: bearer tokens mapped to people, and short-lived stream tickets.
+
+`HITL_API_TOKENS` names a JSON file `{"<token>": "<person>"}`. Every route but
+the codec's, `/healthz` and the web page's static files needs
+`Authorization: Bearer <token>`; the person the token names is the `by` of
+everything the caller decides (a `by` in a body is ignored).
+
+A browser's EventSource cannot send headers, and a bearer token in a URL ends
+up in logs and history. So the page first POSTs (with its bearer token) for a
+stream ticket: an HMAC over (person, session, expiry) that is good for one
+session's event stream for a minute, and is worthless anywhere else.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from fastapi import Header, HTTPException, Request
+
+TICKET_SECONDS = 60
+
+
+class TokenFileError(ValueError):
+    """HITL_API_TOKENS names a file that cannot be read as {"token": "person"}."""
+
+
+@dataclass(frozen=True)
+class TokenBook:
+    """Tokens to people; `source` says where they came from, for messages."""
+
+    people: dict[str, str]
+    source: str
+
+    @classmethod
+    def from_env(cls) -> TokenBook:
+        path = os.environ.get("HITL_API_TOKENS")
+        return cls.load(Path(path)) if path else cls({}, "HITL_API_TOKENS is not set")
+
+    @classmethod
+    def load(cls, path: Path) -> TokenBook:
+        """Read and check the file at start, so a broken one stops the server with the reason."""
+        try:
+            data = json.loads(path.read_text())
+        except OSError as error:
+            raise TokenFileError(f"HITL_API_TOKENS={path}: cannot read it: {error.strerror or error}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise TokenFileError(f"HITL_API_TOKENS={path}: not JSON: {error}") from None
+        if not isinstance(data, dict):
+            raise TokenFileError(f'HITL_API_TOKENS={path}: must be a JSON object {{"<token>": "<person>"}}')
+        for token, person in data.items():
+            if not isinstance(person, str) or not person.strip():
+                raise TokenFileError(f"HITL_API_TOKENS={path}: the person of token {token[:4]}… must be a non-empty string")
+            if len(token) < 16:
+                raise TokenFileError(f"HITL_API_TOKENS={path}: token {token[:4]}… is shorter than 16 characters; use e.g. `openssl rand -hex 24`")
+        return cls(dict(data), str(path))
+
+    def person_of(self, token: str) -> str | None:
+        """Compare against every token in constant time, so timing tells nothing about any of them."""
+        found = None
+        for known, person in self.people.items():
+            if secrets.compare_digest(known.encode(), token.encode()):
+                found = person
+        return found
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    scheme, _, token = (authorization or "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def caller(request: Request, authorization: str | None = Header(default=None)) -> str:
+    """The dependency of every authenticated route: the person the bearer token names, or 401."""
+    book: TokenBook = request.app.state.tokens
+    if not book.people:
+        raise HTTPException(401, f"no API tokens are configured ({book.source}); see the README, 'HTTP API'",
+                            headers={"WWW-Authenticate": "Bearer"})
+    token = bearer_token(authorization)
+    if token is None:
+        raise HTTPException(401, "send Authorization: Bearer <token>", headers={"WWW-Authenticate": "Bearer"})
+    person = book.person_of(token)
+    if person is None:
+        raise HTTPException(401, "unknown token", headers={"WWW-Authenticate": "Bearer"})
+    return person
+
+
+class StreamTickets:
+    """Issue and check stream tickets: `<person b64>.<session b64>.<expiry>.<hmac>`."""
+
+    def __init__(self, secret: Callable[[], bytes], clock: Callable[[], float] = time.time) -> None:
+        self.secret = secret  # read on first use: the signing key may be created then
+        self.clock = clock
+
+    def issue(self, person: str, session_id: str) -> tuple[str, int]:
+        expires = int(self.clock()) + TICKET_SECONDS
+        body = ".".join([_b64(person), _b64(session_id), str(expires)])
+        return f"{body}.{self._mac(body)}", expires
+
+    def person_of(self, ticket: str, session_id: str) -> str | None:
+        """The ticket's person when it is genuine, unexpired and made for this session."""
+        body, _, mac = ticket.rpartition(".")
+        if not body or not secrets.compare_digest(mac, self._mac(body)):
+            return None
+        person_b64, session_b64, expires = (body.split(".") + ["", "", ""])[:3]
+        try:
+            person, session, until = _unb64(person_b64), _unb64(session_b64), int(expires)
+        except ValueError:
+            return None
+        if session != session_id or until < self.clock():
+            return None
+        return person
+
+    def _mac(self, body: str) -> str:
+        return hmac.new(self.secret(), body.encode(), hashlib.sha256).hexdigest()
+
+
+def _b64(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def _unb64(text: str) -> str:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()

@@ -1,0 +1,127 @@
+"""What every route shares: the Temporal client, queries, Updates, and how a refusal
+becomes an HTTP status.
+
+The workflow is the one rule book (workflows/pauses.py): the API asks it through
+validated Updates and passes its reason on. The status code is read from the
+reason, because the reason is all an Update's rejection carries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from fastapi import HTTPException, Request
+from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from console.updates import execute_update_retrying
+from settings import Settings, connect
+
+# Read in order: the first list with a phrase found in the reason gives the status.
+REFUSAL_STATUS: list[tuple[int, tuple[str, ...]]] = [
+    (404, ("unknown call_id", "nothing is pending")),
+    (403, ("may not decide", "may decide", "four-eyes", "needs another person", "say who you are")),
+    (409, ("already settled", "stale", "claimed by", "is not claimed", "closed", "being cancelled",
+           "already approved", "proof", "verified")),
+    (422, ("malformed", "refused", "do not fit", "is a question", "use approve or reject", "has already run",
+           "has not run yet", "cannot remember", "too long", "longer than", "invalid")),
+]
+
+
+def refusal_status(reason: str) -> int:
+    lowered = reason.lower()
+    for status, phrases in REFUSAL_STATUS:
+        if any(phrase in lowered for phrase in phrases):
+            return status
+    return 409  # the session refused it in its current state
+
+
+@dataclass
+class Temporal:
+    """The API's connection, made on first use so `starter.py serve` starts without Temporal
+    (the codec endpoint needs none)."""
+
+    client: Client | None = None
+    task_queue: str | None = None
+    _lock: asyncio.Lock | None = None
+
+    async def get(self) -> Client:
+        if self.client is None:
+            self._lock = self._lock or asyncio.Lock()
+            async with self._lock:
+                if self.client is None:
+                    settings = Settings.from_env()
+                    self.task_queue = self.task_queue or settings.task_queue
+                    try:
+                        self.client = await connect(settings)
+                    except RuntimeError as error:
+                        raise HTTPException(503, f"cannot reach Temporal at {settings.address}: {error}") from None
+        return self.client
+
+    async def queue(self) -> str:
+        await self.get()
+        return self.task_queue or Settings.from_env().task_queue
+
+
+def temporal(request: Request) -> Temporal:
+    return request.app.state.temporal
+
+
+async def handle_of(request: Request, session_id: str) -> WorkflowHandle[Any, Any]:
+    return (await temporal(request).get()).get_workflow_handle(session_id)
+
+
+def reason_of(error: BaseException) -> str:
+    cause = getattr(error, "cause", None)
+    return getattr(cause, "message", None) or getattr(error, "message", None) or str(cause or error)
+
+
+async def run_query(request: Request, session_id: str, name: str, arg: Any = None) -> Any:
+    """A query of the session; 404 when there is no such session. Retried briefly while a
+    run hands over to the next (the new run's first task is not scheduled yet)."""
+    handle = await handle_of(request, session_id)
+    for attempt in range(20):
+        try:
+            if arg is None:
+                return await handle.query(name)
+            return await handle.query(name, arg)
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                raise HTTPException(404, f"unknown session {session_id!r}") from None
+            if "not scheduled yet" in error.message and attempt < 19:
+                await asyncio.sleep(0.25)
+                continue
+            raise HTTPException(503, f"the session did not answer: {error.message}") from None
+        except WorkflowQueryFailedError as error:
+            raise HTTPException(500, f"the session could not answer {name}: {error.message}") from None
+    raise AssertionError("unreachable")
+
+
+async def send_update(request: Request, session_id: str, name: str, payload: dict[str, Any]) -> Any:
+    """A validated Update; a refusal becomes 403/404/409/422 with the workflow's reason."""
+    handle = await handle_of(request, session_id)
+    try:
+        return await execute_update_retrying(handle, name, payload)
+    except WorkflowUpdateFailedError as error:
+        reason = reason_of(error)
+        raise HTTPException(refusal_status(reason), reason) from None
+    except RPCError as error:
+        if "completed" in error.message or error.status == RPCStatusCode.FAILED_PRECONDITION:
+            raise HTTPException(409, f"the session is closed: {error.message}") from None
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise HTTPException(404, f"unknown session {session_id!r}") from None
+        raise HTTPException(503, f"the session did not answer: {error.message}") from None
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def ticket_secret(private_seed: bytes) -> bytes:
+    """Stream tickets are keyed from the signing key, so every API replica that shares the key
+    accepts the tickets of the others."""
+    return hashlib.sha256(b"hitl stream ticket\0" + private_seed).digest()

@@ -1,0 +1,158 @@
+"""Sessions: start one, read it (status, pending, transcript, audit), talk to it, cancel it.
+
+`POST /sessions` starts the workflow and sends it the `wait_until_settled`
+Update in one request (update-with-start), so the 201 carries the first pause
+or the first answer: the caller needs no polling loop.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Body, Depends, HTTPException, Request
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from temporalio.client import WithStartWorkflowOperation, WorkflowUpdateFailedError
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from api.auth import caller
+from api.gateway import handle_of, reason_of, run_query, send_update, temporal
+from console.sessions import read_all
+from workflows.agent import AgentWorkflow
+from workflows.forms import describe_validation_error
+from workflows.session import SessionInput
+
+router = APIRouter(prefix="/sessions", tags=["sessions"])
+
+SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$")
+SETTLE_ROUNDS = 50  # a session that hands over this often during one turn is answered as running
+
+
+class Started(BaseModel):
+    session_id: str
+    status: dict[str, Any]
+    pending: list[dict[str, Any]]
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    interrupt: bool = False
+    wait: bool = Field(False, description="answer once the turn has paused or answered, with status and pending")
+    by: Any = Field(None, description="ignored: the message is from the token's person")
+
+
+class CancelBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str | None = None
+
+
+def session_input(body: dict[str, Any], person: str) -> tuple[str, dict[str, Any]]:
+    """The workflow input from a POST body: `session_id` taken out, `by` set to the caller,
+    verified decisions on unless the body turns them off, checked before anything starts."""
+    request = dict(body)
+    session_id = request.pop("session_id", None) or f"session-{uuid.uuid4().hex[:12]}"
+    if not isinstance(session_id, str) or not SESSION_ID.match(session_id):
+        raise HTTPException(422, "session_id: letters, digits and . _ : @ - only, at most 200, starting with a letter or digit")
+    request["by"] = person
+    request.setdefault("verified_decisions", True)
+    try:
+        SessionInput.model_validate(request)
+    except ValidationError as error:
+        raise HTTPException(422, f"invalid session input: {describe_validation_error(error)}") from None
+    problems = SessionInput.model_validate(request).rule_problems()
+    if problems:
+        raise HTTPException(422, f"invalid session input: {'; '.join(problems)}")
+    return session_id, request
+
+
+async def settle(request: Request, session_id: str, after_event: int, settled: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Once the session has stopped running after event `after_event`: `wait_until_settled`
+    answers `running` when the session hands over to a new run, and is asked again."""
+    for _ in range(SETTLE_ROUNDS):
+        if settled is not None and settled["status"]["state"] != "running":
+            break
+        settled = await send_update(request, session_id, "wait_until_settled", {"after_event": after_event})
+    assert settled is not None
+    return settled
+
+
+@router.post("", status_code=201, response_model=Started)
+async def start_session(request: Request, body: dict[str, Any] = Body(...), person: str = Depends(caller)) -> Started:
+    """Start a session (the workflow input as the body, `session_id` optional) and answer once its
+    first turn has paused for a person or answered."""
+    session_id, workflow_input = session_input(body, person)
+    gateway = temporal(request)
+    client = await gateway.get()
+    start = WithStartWorkflowOperation(
+        AgentWorkflow.run, workflow_input, id=session_id, task_queue=await gateway.queue(),
+        id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+        static_summary=f"Agent session by {person}, started through the HTTP API",
+    )
+    try:
+        settled = await client.execute_update_with_start_workflow(
+            "wait_until_settled", {}, start_workflow_operation=start
+        )
+    except WorkflowAlreadyStartedError:
+        raise HTTPException(409, f"session {session_id!r} already exists") from None
+    except WorkflowUpdateFailedError as error:
+        raise HTTPException(422, reason_of(error)) from None
+    except RPCError as error:
+        raise HTTPException(503, f"could not start the session: {error.message}") from None
+    settled = await settle(request, session_id, 0, settled)
+    return Started(session_id=session_id, status=settled["status"], pending=settled["pending"])
+
+
+@router.get("/{session_id}")
+async def status(session_id: str, request: Request, person: str = Depends(caller)) -> dict[str, Any]:
+    """The `status` query."""
+    return await run_query(request, session_id, "status")
+
+
+@router.get("/{session_id}/pending")
+async def pending(session_id: str, request: Request, person: str = Depends(caller)) -> list[dict[str, Any]]:
+    """The `pending` query: what waits for a person, with the rules that govern each item."""
+    return await run_query(request, session_id, "pending")
+
+
+@router.get("/{session_id}/transcript")
+async def transcript(session_id: str, request: Request, person: str = Depends(caller)) -> list[dict[str, Any]]:
+    """The whole conversation as OpenAI chat messages, across every run of a long session."""
+    await run_query(request, session_id, "status")  # 404 for an unknown session
+    client = await temporal(request).get()
+    return await read_all(client, session_id, "transcript_page", "messages")
+
+
+@router.get("/{session_id}/audit")
+async def audit(session_id: str, request: Request, person: str = Depends(caller)) -> list[dict[str, Any]]:
+    """Every request, decision and refusal, across every run."""
+    await run_query(request, session_id, "status")
+    client = await temporal(request).get()
+    return await read_all(client, session_id, "audit_page", "events")
+
+
+@router.post("/{session_id}/messages")
+async def send_message(session_id: str, body: Message, request: Request, person: str = Depends(caller)) -> dict[str, Any]:
+    """A new user turn from the caller; `interrupt` stops the running step to re-plan with it.
+    With `wait`, the answer also carries the status and pending items once the turn settles."""
+    await handle_of(request, session_id)
+    accepted = await send_update(request, session_id, "user_message_update",
+                                 {"text": body.text, "interrupt": body.interrupt, "by": person})
+    if not body.wait:
+        return accepted
+    settled = await settle(request, session_id, accepted.get("event", 0))
+    return {**accepted, "status": settled["status"], "pending": settled["pending"]}
+
+
+@router.post("/{session_id}/cancel")
+async def cancel(session_id: str, request: Request, body: CancelBody | None = None,
+                 person: str = Depends(caller)) -> dict[str, Any]:
+    """Stop the session; every pending call is settled as cancelled."""
+    given = body.reason if body else None
+    reason = f"{given} (by {person})" if given else f"cancelled by {person}"
+    return await send_update(request, session_id, "cancel_update", {"reason": reason})

@@ -1,0 +1,359 @@
+// The web inbox: the caller's waiting items, one session's pauses and live events.
+// Everything shown comes from the model, tools or other people: it is untrusted and
+// is only ever put on the page as text (textContent), never parsed as HTML.
+"use strict";
+
+const TOKEN_KEY = "hitl-api-token";
+const INBOX_EVERY_MS = 5000;
+const state = { session: null, source: null, lastEventId: null, inboxTimer: null };
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function token() { return sessionStorage.getItem(TOKEN_KEY); }
+
+async function api(method, path, body) {
+  const response = await fetch(path, {
+    method,
+    headers: { "Authorization": `Bearer ${token()}`, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  let data = null;
+  try { data = await response.json(); } catch (_) { /* no body */ }
+  if (response.status === 401) signOut("That token was refused: " + reason(data));
+  return { ok: response.ok, status: response.status, data };
+}
+
+function reason(data) {
+  if (!data) return "no reason given";
+  if (typeof data.detail === "string") return data.detail;
+  return JSON.stringify(data.detail ?? data);
+}
+
+const path = (...parts) => "/" + parts.map(encodeURIComponent).join("/");
+
+// ------------------------------------------------------------------ sign in
+
+function signOut(message) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  closeStream();
+  clearInterval(state.inboxTimer);
+  $("main").hidden = true;
+  $("sign-out").hidden = true;
+  $("who").textContent = message || "";
+  $("sign-in").hidden = false;
+}
+
+async function signIn() {
+  $("sign-in").hidden = true;
+  $("main").hidden = false;
+  $("sign-out").hidden = false;
+  const me = await api("GET", "/me");
+  if (!me.ok) return;
+  $("who").textContent = `signed in as ${me.data.person}`;
+  await refreshInbox();
+  state.inboxTimer = setInterval(refreshInbox, INBOX_EVERY_MS);
+}
+
+// ------------------------------------------------------------------ the inbox
+
+function age(seconds) {
+  for (const [unit, size] of [["d", 86400], ["h", 3600], ["m", 60]]) {
+    if (seconds >= size) return `${Math.floor(seconds / size)}${unit}`;
+  }
+  return `${Math.floor(seconds)}s`;
+}
+
+function callText(item) {
+  if (item.kind === "question") return `? ${item.question || ""}`;
+  const args = Object.entries(item.args || {}).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ");
+  return `${item.tool}(${args})${item.args_truncated ? " …" : ""}`;
+}
+
+async function refreshInbox() {
+  if (!token()) return;
+  const answer = await api("GET", "/inbox?claimed=true");
+  if (!answer.ok) { $("inbox-error").textContent = reason(answer.data); return; }
+  $("inbox-error").textContent = "";
+  const items = answer.data;
+  $("count").textContent = `(${items.length})`;
+  $("empty").hidden = items.length > 0;
+  $("items").replaceChildren(...items.map((item) => el("li", {},
+    el("button", {
+      type: "button", class: "item" + (item.session_id === state.session ? " selected" : ""),
+      "data-session": item.session_id, "data-call": item.call_id,
+      onclick: () => openSession(item.session_id),
+    },
+    el("span", { class: `kind ${item.kind}` }, item.kind),
+    el("span", { class: "call" }, callText(item)),
+    el("span", { class: "meta" }, `${item.session_id} · ${age(item.age_seconds)}`,
+      item.claimed_by ? ` · claimed by ${item.claimed_by}` : "",
+      item.required_approvals > 1 ? ` · ${item.approvals.length}/${item.required_approvals} approvals` : "")))));
+}
+
+// ------------------------------------------------------------------ one session
+
+async function openSession(sessionId) {
+  if (state.session !== sessionId) {
+    state.session = sessionId;
+    state.lastEventId = null;
+    $("events").replaceChildren();
+    openStream();
+  }
+  $("detail").hidden = false;
+  $("session-id").textContent = sessionId;
+  $("decision-result").textContent = "";
+  showPending();
+  refreshInbox();
+}
+
+function showPending() {
+  $("transcript").hidden = true;
+  $("pending").hidden = false;
+  refreshPending();
+}
+
+async function refreshPending() {
+  const sessionId = state.session;
+  if (!sessionId) return;
+  const answer = await api("GET", path("sessions", sessionId, "pending"));
+  if (sessionId !== state.session) return;
+  if (!answer.ok) { $("pending").replaceChildren(el("p", { class: "error" }, reason(answer.data))); return; }
+  const items = answer.data;
+  // A card that has not changed is kept as it is, so a refresh never wipes what a person is typing.
+  const kept = new Map([...$("pending").querySelectorAll(".pending-item")].map((card) => [card.dataset.version, card]));
+  $("pending").replaceChildren(...(items.length
+    ? items.map((item) => kept.get(version(item)) || pendingCard(item))
+    : [el("p", { class: "hint" }, "Nothing pending in this session.")]));
+}
+
+function version(item) {
+  return JSON.stringify([item.call_id, item.args_sha256, item.approvals, item.claimed_by, item.claim_until, item.approvers]);
+}
+
+function pendingCard(item) {
+  const card = el("article", { class: `pending-item ${item.kind}`, "data-call": item.call_id, "data-version": version(item) });
+  const rules = [];
+  if (item.approvers) rules.push(`approvers: ${item.approvers.join(", ")}`);
+  if (item.required_approvals > 1) rules.push(`${(item.approvals || []).length} of ${item.required_approvals} approvals`);
+  if (item.claimed_by) rules.push(`claimed by ${item.claimed_by} until ${item.claim_until}`);
+  if (item.deadline) rules.push(`deadline ${item.deadline}`);
+  card.append(
+    el("h4", {}, `${item.kind} · ${item.tool} · ${item.call_id}`),
+    rules.length ? el("p", { class: "hint" }, rules.join(" · ")) : "",
+  );
+  if (item.kind === "approval") card.append(approvalForm(item));
+  else if (item.kind === "question") card.append(questionForm(item));
+  else card.append(reviewForm(item));
+  card.append(el("div", { class: "claim" },
+    el("button", { type: "button", class: "claim-button", onclick: () => decide(item, "claim", {}) }, "Claim"),
+    el("button", { type: "button", class: "release-button", onclick: () => decide(item, "release", {}) }, "Release")));
+  return card;
+}
+
+function rejectRow(item, label) {
+  const why = el("input", { type: "text", class: "reason", placeholder: "reason", "aria-label": "reason" });
+  return el("div", { class: "row" }, why,
+    el("button", { type: "button", class: "reject", onclick: () => decide(item, "reject", why.value ? { reason: why.value } : {}) }, label));
+}
+
+function approvalForm(item) {
+  // One input per argument: strings as typed, anything else as JSON.
+  const inputs = Object.entries(item.args || {}).map(([name, value]) => {
+    const isText = typeof value === "string";
+    const input = el(isText && value.length < 80 ? "input" : "textarea",
+      { "data-arg": name, "data-json": isText ? null : "1", "aria-label": name });
+    input.value = isText ? value : JSON.stringify(value, null, 2);
+    return { name, input, original: value, isText };
+  });
+  const approve = () => {
+    const edited = {};
+    for (const { name, input, isText } of inputs) {
+      if (isText) { edited[name] = input.value; continue; }
+      try { edited[name] = JSON.parse(input.value); } catch (error) { say(`${name}: not JSON (${error.message})`, true); return; }
+    }
+    const changed = inputs.some(({ name, original }) => JSON.stringify(edited[name]) !== JSON.stringify(original));
+    const body = { expected_args_sha256: item.args_sha256 };
+    if (changed) body.args = edited;
+    decide(item, "approve", body);
+  };
+  return el("div", { class: "form" },
+    item.args_truncated ? el("p", { class: "hint" }, "Arguments are long: shown from the session.") : "",
+    ...inputs.map(({ name, input }) => el("label", {}, el("span", {}, name), input)),
+    el("div", { class: "row" }, el("button", { type: "button", class: "approve", onclick: approve }, "Approve")),
+    rejectRow(item, "Reject"));
+}
+
+function questionForm(item) {
+  const parts = [el("p", { class: "question" }, item.question || "")];
+  if (item.fields && item.fields.length) {
+    const inputs = item.fields.map((field) => fieldInput(field));
+    const submit = () => {
+      const answer = {};
+      for (const { field, read } of inputs) {
+        const value = read();
+        if (value !== null) answer[field.name] = value;
+      }
+      decide(item, "answer", { answer });
+    };
+    parts.push(...inputs.map(({ label }) => label),
+      el("div", { class: "row" }, el("button", { type: "button", class: "answer", onclick: submit }, "Answer")));
+  } else if (item.choices && item.choices.length) {
+    parts.push(el("div", { class: "row choices" }, ...item.choices.map((choice) =>
+      el("button", { type: "button", class: "choice", "data-choice": choice, onclick: () => decide(item, "answer", { answer: choice }) }, choice))));
+  } else {
+    const text = el("input", { type: "text", class: "free-answer", "aria-label": "answer" });
+    parts.push(el("div", { class: "row" }, text,
+      el("button", { type: "button", class: "answer", onclick: () => decide(item, "answer", { answer: text.value }) }, "Answer")));
+  }
+  parts.push(rejectRow(item, "Decline"));
+  return el("div", { class: "form" }, ...parts);
+}
+
+function fieldInput(field) {
+  // Form fields from the question's schema: name, type, choices, required, description.
+  const type = field.type || "string";
+  let input;
+  if (type === "enum" || field.choices) {
+    input = el("select", { "data-field": field.name },
+      field.required === false ? el("option", { value: "" }, "") : "",
+      ...(field.choices || []).map((choice) => el("option", { value: choice }, choice)));
+  } else if (type === "boolean") {
+    input = el("input", { type: "checkbox", "data-field": field.name });
+  } else {
+    const html = { number: "number", integer: "number", date: "date" }[type] || "text";
+    input = el("input", { type: html, "data-field": field.name, step: type === "number" ? "any" : null, required: field.required !== false });
+  }
+  const read = () => {
+    if (type === "boolean") return input.checked;
+    if (input.value === "") return null;
+    if (type === "number") return Number(input.value);
+    if (type === "integer") return parseInt(input.value, 10);
+    return input.value;
+  };
+  const label = el("label", {}, el("span", {}, field.name + (field.required === false ? "" : " *")), input,
+    field.description ? el("small", { class: "hint" }, field.description) : "");
+  return { field, read, label };
+}
+
+function reviewForm(item) {
+  const result = el("textarea", { class: "result", "aria-label": "result" });
+  result.value = item.result || "";
+  const pass = () => decide(item, "approve", result.value === (item.result || "") ? {} : { result: result.value });
+  return el("div", { class: "form" },
+    el("p", { class: "hint" }, "The tool ran; review its result before the model sees it (edit it to replace it)."),
+    result,
+    el("div", { class: "row" }, el("button", { type: "button", class: "approve", onclick: pass }, "Pass result")),
+    rejectRow(item, "Withhold"));
+}
+
+function say(text, isError) {
+  $("decision-result").textContent = text;
+  $("decision-result").className = isError ? "error" : "ok";
+}
+
+async function decide(item, verb, body) {
+  const answer = await api("POST", path("sessions", state.session, "calls", item.call_id, verb), body);
+  if (answer.ok) say(`${verb}: ${answer.data.outcome || answer.data.claimed_by || "accepted"}`, false);
+  else say(`${verb} refused (${answer.status}): ${reason(answer.data)}`, true);
+  refreshPending();
+  refreshInbox();
+}
+
+// ------------------------------------------------------------------ transcript
+
+async function showTranscript() {
+  const answer = await api("GET", path("sessions", state.session, "transcript"));
+  $("pending").hidden = true;
+  $("transcript").hidden = false;
+  if (!answer.ok) { $("transcript").replaceChildren(el("p", { class: "error" }, reason(answer.data))); return; }
+  $("transcript").replaceChildren(...answer.data.map((message) => el("div", { class: `message ${message.role}` },
+    el("strong", {}, message.role), " ",
+    el("span", {}, message.content || ""),
+    ...(message.tool_calls || []).map((call) => el("code", {}, ` → ${call.function.name}(${call.function.arguments})`)))));
+}
+
+// ------------------------------------------------------------------ live events
+
+function closeStream() {
+  if (state.source) state.source.close();
+  state.source = null;
+}
+
+function describe(event) {
+  const data = event.data || {};
+  switch (event.type) {
+    case "state": return `state: ${data.state}`;
+    case "pause_opened": return `waiting: ${data.kind} of ${data.tool} (${data.call_id})`;
+    case "pause_settled": return `${data.call_id} ${data.outcome}${data.by ? " by " + data.by : ""}${data.reason ? ": " + data.reason : ""}`;
+    case "tool_result": return `${data.tool || "result"} (${data.call_id}): ${data.content}`;
+    case "vote": return `${data.call_id}: approval by ${data.by}`;
+    case "answer": return `answer: ${data.text}`;
+    case "message": return `message${data.by ? " from " + data.by : ""}: ${data.text}`;
+    case "claimed": return `${data.call_id} claimed by ${data.by} until ${data.until}`;
+    case "released": return `${data.call_id} released`;
+    case "refused": return `refused ${data.signal}: ${data.reason}`;
+    case "resync": return "some events were missed; the view was re-read";
+    default: return `${event.type}: ${JSON.stringify(data)}`;
+  }
+}
+
+const EVENT_TYPES = ["state", "pause_opened", "pause_settled", "tool_result", "answer", "message", "vote", "claimed", "released", "refused", "resync"];
+
+async function openStream() {
+  closeStream();
+  const sessionId = state.session;
+  const ticket = await api("POST", path("sessions", sessionId, "events", "ticket"));
+  if (!ticket.ok || sessionId !== state.session) { $("stream-state").textContent = "not live: " + reason(ticket.data); return; }
+  let url = ticket.data.url;
+  if (state.lastEventId !== null) url += `&last_event_id=${encodeURIComponent(state.lastEventId)}`;
+  const source = new EventSource(url);
+  state.source = source;
+  source.onopen = () => { $("stream-state").textContent = "(live)"; };
+  for (const type of EVENT_TYPES) source.addEventListener(type, (message) => onEvent(message, sessionId));
+  source.addEventListener("end", () => { $("stream-state").textContent = "(session over)"; closeStream(); });
+  source.onerror = () => {
+    $("stream-state").textContent = "(reconnecting…)";
+    // The browser retries by itself with the same ticket; once that has expired, fetch a new one.
+    if (source.readyState === EventSource.CLOSED && state.source === source) setTimeout(openStream, 1000);
+  };
+}
+
+function onEvent(message, sessionId) {
+  if (sessionId !== state.session) return;
+  const event = JSON.parse(message.data);
+  if (event.type !== "resync") state.lastEventId = event.id;
+  $("events").prepend(el("li", { "data-type": event.type, "data-id": event.id },
+    el("time", {}, event.at ? new Date(event.at).toLocaleTimeString() : ""), " ",
+    el("span", { class: "type" }, event.type), " ", el("span", { class: "text" }, describe(event))));
+  if (event.type !== "tool_result") { refreshPending(); refreshInbox(); }
+}
+
+// ------------------------------------------------------------------ start
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("token-form").addEventListener("submit", (submitted) => {
+    submitted.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
+    $("token").value = "";
+    signIn();
+  });
+  $("sign-out").addEventListener("click", () => signOut(""));
+  $("show-pending").addEventListener("click", showPending);
+  $("show-transcript").addEventListener("click", showTranscript);
+  if (token()) signIn(); else signOut("");
+});

@@ -1,0 +1,153 @@
+"""The HTTP API through real HTTP requests: start, read, decide, and every refusal's status code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.api_server import Api, api, signing_key  # noqa: F401  (fixtures)
+from tests.conftest import eventually
+
+
+async def test_start_answers_201_with_the_first_pause_and_the_reads_follow(api: Api) -> None:
+    started = await api.start("ana", "please delete notes.txt")
+    assert started["status"]["state"] == "awaiting_human"
+    [item] = started["pending"]
+    assert (item["kind"], item["tool"], item["args"]) == ("approval", "delete_file", {"path": "notes.txt"})
+    assert item["requested_by"] == "ana"
+    session = started["session_id"]
+    async with api.as_("bob") as http:
+        assert (await http.get(f"/sessions/{session}")).json()["state"] == "awaiting_human"
+        assert [p["call_id"] for p in (await http.get(f"/sessions/{session}/pending")).json()] == [item["call_id"]]
+        transcript = (await http.get(f"/sessions/{session}/transcript")).json()
+        assert (transcript[0]["role"], transcript[0]["content"]) == ("user", "please delete notes.txt")
+        audit = (await http.get(f"/sessions/{session}/audit")).json()
+        assert [event["event"] for event in audit] == ["requested"]
+
+
+async def test_a_session_that_answers_at_once_is_answered_in_the_201(api: Api) -> None:
+    started = await api.start("ana", "hello there")
+    assert started["status"]["state"] == "idle"
+    assert started["pending"] == []
+    assert started["status"]["last_answer"]
+
+
+async def test_approve_with_edited_args_runs_with_them_and_by_in_the_body_is_ignored(api: Api) -> None:
+    (api.agent.workspace / "old.txt").write_text("old\n")
+    started = await api.start("ana", "please delete notes.txt")
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+    async with api.as_("bob") as http:
+        decided = await http.post(f"/sessions/{session}/calls/{call}/approve",
+                                  json={"args": {"path": "old.txt"}, "comment": "the old one", "by": "mallory"})
+        assert decided.status_code == 200, decided.text
+        assert decided.json()["outcome"] == "edited"
+        await eventually(lambda: http.get(f"/sessions/{session}"), lambda r: r.json()["state"] == "idle")
+        audit = (await http.get(f"/sessions/{session}/audit")).json()
+    assert not (api.agent.workspace / "old.txt").exists()
+    assert (api.agent.workspace / "notes.txt").exists()
+    [decision] = [event for event in audit if event["event"] == "edited"]
+    assert decision["by"] == "bob"  # the token's person, not the body's "mallory"
+    assert all(event.get("by") != "mallory" for event in audit)
+
+
+async def test_messages_start_a_new_turn_and_cancel_closes(api: Api) -> None:
+    started = await api.start("ana", "hello there")
+    session = started["session_id"]
+    async with api.as_("ana") as http:
+        sent = await http.post(f"/sessions/{session}/messages", json={"text": "please delete notes.txt", "wait": True})
+        assert sent.status_code == 200, sent.text
+        assert sent.json()["accepted"] is True
+        assert [item["tool"] for item in sent.json()["pending"]] == ["delete_file"]
+        cancelled = await http.post(f"/sessions/{session}/cancel", json={"reason": "changed my mind"})
+        assert cancelled.status_code == 200, cancelled.text
+        status = await eventually(lambda: http.get(f"/sessions/{session}"), lambda r: r.json()["state"] == "closed")
+    assert "changed my mind (by ana)" in status.json()["closed_reason"]
+    assert (api.agent.workspace / "notes.txt").exists()
+
+
+async def test_401_without_a_token_or_with_an_unknown_one(api: Api) -> None:
+    for http in (api.as_(None), api.as_(None, headers={"Authorization": "Bearer not-a-token-of-anyone"}),
+                 api.as_(None, headers={"Authorization": "Basic YW5hOmFuYQ=="})):
+        async with http:
+            for method, path in (("GET", "/inbox"), ("POST", "/sessions"), ("GET", "/sessions/x/pending"),
+                                 ("POST", "/sessions/x/calls/c/approve"), ("GET", "/sessions/x/events")):
+                answer = await http.request(method, path, json={} if method == "POST" else None)
+                assert answer.status_code == 401, (method, path, answer.text)
+                assert answer.json()["detail"]
+
+
+async def test_403_for_someone_who_is_not_an_approver_and_under_four_eyes(api: Api) -> None:
+    started = await api.start("ana", "please delete notes.txt", approvers={"delete_file": ["bob", "ana"]}, four_eyes=True)
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+    async with api.as_("carol") as carol, api.as_("ana") as ana:
+        refused = await carol.post(f"/sessions/{session}/calls/{call}/approve", json={})
+        assert refused.status_code == 403, refused.text
+        assert "carol may not decide delete_file" in refused.json()["detail"]
+        own = await ana.post(f"/sessions/{session}/calls/{call}/approve", json={})
+        assert own.status_code == 403, own.text
+        assert "four-eyes" in own.json()["detail"]
+    assert (api.agent.workspace / "notes.txt").exists()
+
+
+async def test_404_for_an_unknown_session_or_call(api: Api) -> None:
+    started = await api.start("ana", "please delete notes.txt")
+    session = started["session_id"]
+    async with api.as_("ana") as http:
+        for method, path in (("GET", "/sessions/no-such-session"), ("GET", "/sessions/no-such-session/pending"),
+                             ("GET", "/sessions/no-such-session/transcript"),
+                             ("POST", "/sessions/no-such-session/calls/c1/approve"),
+                             ("POST", f"/sessions/{session}/calls/no-such-call/approve"),
+                             ("POST", f"/sessions/{session}/calls/no-such-call/reject")):
+            answer = await http.request(method, path, json={} if method == "POST" else None)
+            assert answer.status_code == 404, (path, answer.text)
+
+
+async def test_409_when_already_settled_stale_or_taken(api: Api) -> None:
+    started = await api.start("ana", "please delete notes.txt")
+    session, item = started["session_id"], started["pending"][0]
+    url = f"/sessions/{session}/calls/{item['call_id']}"
+    async with api.as_("bob") as bob:
+        stale = await bob.post(f"{url}/approve", json={"expected_args_sha256": "0" * 64})
+        assert stale.status_code == 409, stale.text
+        assert "stale" in stale.json()["detail"]
+        ok = await bob.post(f"{url}/reject", json={"reason": "keep it", "expected_args_sha256": item["args_sha256"]})
+        assert ok.status_code == 200, ok.text
+        again = await bob.post(f"{url}/approve", json={})
+        assert again.status_code == 409, again.text
+        assert "already settled" in again.json()["detail"]
+        taken = await bob.post("/sessions", json={"message": "hello", "session_id": session})
+        assert taken.status_code == 409, taken.text
+
+
+async def test_422_for_an_invalid_body_or_arguments(api: Api) -> None:
+    started = await api.start("ana", "please delete notes.txt")
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+    url = f"/sessions/{session}/calls/{call}"
+    async with api.as_("bob") as http:
+        for body in ({"args": "notes.txt"}, {"unknown": 1}, {"args": {"path": "x", "force": True}}, {"args": {}}):
+            answer = await http.post(f"{url}/approve", json=body)
+            assert answer.status_code == 422, (body, answer.text)
+            assert answer.json()["detail"]
+        not_json = await http.post(f"{url}/approve", content=b"{nope", headers={"Content-Type": "application/json"})
+        assert not_json.status_code == 422
+        question_verb = await http.post(f"{url}/answer", json={"answer": "yes"})
+        assert question_verb.status_code == 422, question_verb.text
+        for bad_start in ({}, {"message": "hi", "max_steps": 0}, {"message": "hi", "approvers": {"delete_file": []}},
+                          {"message": "hi", "session_id": "has spaces"}):
+            answer = await http.post("/sessions", json=bad_start)
+            assert answer.status_code == 422, (bad_start, answer.text)
+        assert (await http.get(f"/sessions/{session}/pending")).json()[0]["call_id"] == call
+
+
+def test_a_malformed_tokens_file_stops_the_server_at_start_with_the_reason(tmp_path: Path) -> None:
+    for content, reason in (("{not json", "not JSON"), ('["a"]', "must be a JSON object"),
+                            ('{"short": "ana"}', "shorter than 16"), ('{"0123456789abcdefgh": 7}', "non-empty string")):
+        tokens = tmp_path / "tokens.json"
+        tokens.write_text(content)
+        completed = subprocess.run(
+            [sys.executable, "starter.py", "serve", "--port", "1"], cwd=Path(__file__).resolve().parent.parent,
+            env={"PATH": "/usr/bin:/bin", "HITL_API_TOKENS": str(tokens)}, capture_output=True, text=True, timeout=60,
+        )
+        assert completed.returncode != 0
+        assert reason in completed.stderr and "HITL_API_TOKENS" in completed.stderr, completed.stderr

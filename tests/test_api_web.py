@@ -1,0 +1,105 @@
+"""The web inbox in a real headless Chromium (Debian's chromium and chromium-driver, which
+.ci/run installs): sign in with a token, see the pause, approve with an edited argument, and
+see the tool's result arrive through the live event stream without reloading the page.
+
+`HITL_WEB_SCREENSHOT=docs/web-inbox.png` keeps a screenshot of the page at the end (the README's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from tests.api_server import Api, api, signing_key, token_of  # noqa: F401  (fixtures)
+from tests.conftest import eventually
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER),
+    reason="needs Debian's chromium and chromium-driver (`apt-get install chromium chromium-driver`; .ci/run installs them)",
+)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,860"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+async def until(browser: Any, probe: Callable[[Any], Any], timeout: float = 30) -> Any:
+    """Wait (without blocking the loop the API serves from) until `probe(browser)` is truthy."""
+    from selenium.common.exceptions import WebDriverException
+
+    def look() -> Any:
+        try:
+            return probe(browser)
+        except WebDriverException:
+            return None
+
+    return await eventually(lambda: asyncio.to_thread(look), bool, timeout=timeout, every=0.1)
+
+
+def find(selector: str) -> Callable[[Any], Any]:
+    from selenium.webdriver.common.by import By
+
+    return lambda browser: browser.find_elements(By.CSS_SELECTOR, selector)
+
+
+def click(selector: str) -> Callable[[Any], bool]:
+    """Find and click in one go (the inbox list is redrawn every few seconds)."""
+    def probe(browser: Any) -> bool:
+        [element] = find(selector)(browser)
+        element.click()
+        return True
+    return probe
+
+
+async def test_approve_with_an_edited_argument_and_see_the_result_arrive_live(api: Api, browser: Any) -> None:
+    (api.agent.workspace / "draft.txt").write_text("an old draft\n")
+    waiting = await api.start("ana", "book a flight to Beijing")  # stays in bob's inbox: a question
+    started = await api.start("ana", "please delete notes.txt <b>not bold</b>")
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+
+    await asyncio.to_thread(browser.get, api.base + "/")
+    [token_field] = await until(browser, find("#token"))
+    await asyncio.to_thread(token_field.send_keys, token_of("bob") + "\n")
+    await until(browser, lambda b: b.find_element("id", "who").text == "signed in as bob")
+    await until(browser, lambda b: "delete_file" in find(f'button.item[data-session="{session}"]')(b)[0].text)
+    await until(browser, find(f'button.item[data-session="{waiting["session_id"]}"]'))
+    await until(browser, click(f'button.item[data-session="{session}"]'))
+
+    [path] = await until(browser, find(f'.pending-item[data-call="{call}"] [data-arg="path"]'))
+    assert path.get_attribute("value") == "notes.txt"
+    await until(browser, lambda b: "live" in b.find_element("id", "stream-state").text)
+    await asyncio.to_thread(browser.execute_script, "window.notReloaded = true")
+    await asyncio.to_thread(path.clear)
+    await asyncio.to_thread(path.send_keys, "draft.txt")
+    if os.environ.get("HITL_WEB_SCREENSHOT"):  # the pause, its edited argument, the live events
+        await asyncio.to_thread(browser.save_screenshot, os.environ["HITL_WEB_SCREENSHOT"])
+    [approve] = find(f'.pending-item[data-call="{call}"] button.approve')(browser)
+    await asyncio.to_thread(approve.click)
+
+    [result] = await until(browser, lambda b: [e for e in find('#events li[data-type="tool_result"]')(b) if "draft.txt" in e.text])
+    assert "Deleted" in result.text or "deleted" in result.text
+    await until(browser, find('#events li[data-type="answer"]'))
+    assert await asyncio.to_thread(browser.execute_script, "return window.notReloaded === true")
+    assert not (api.agent.workspace / "draft.txt").exists()
+    assert (api.agent.workspace / "notes.txt").exists()
+    assert browser.find_elements("css selector", "b") == []  # the model's text stayed text
+
+    await asyncio.to_thread(browser.find_element("id", "show-transcript").click)
+    await until(browser, lambda b: "please delete notes.txt <b>not bold</b>" in b.find_element("id", "transcript").text)
