@@ -22,8 +22,9 @@ from console.render import describe_item, render_status
 STATUS_EVERY_SECONDS = 1.0
 
 
-def describe_event(event: SessionEvent) -> str:
-    """One event as a line a person reads: what happened, with its id and time."""
+def describe_event(event: SessionEvent, tools_by_call: dict[str, str] | None = None) -> str:
+    """One event as a line a person reads: what happened, with its id and time. A tool result
+    names its tool, from the event or else from the pause that asked for it (`tools_by_call`)."""
     data = event.data
     when = event.at.astimezone().strftime("%H:%M:%S") if isinstance(event.at, datetime) else "--:--:--"
     if event.type == "state":
@@ -36,7 +37,8 @@ def describe_event(event: SessionEvent) -> str:
         text = f"✓ {data.get('call_id')} {data.get('outcome')}{by}{why}"
     elif event.type == "tool_result":
         first = (str(data.get("content") or "").strip().splitlines() or [""])[0]
-        text = f"← {data.get('tool')} ({data.get('call_id')}): {first[:200]}"
+        tool = data.get("tool") or (tools_by_call or {}).get(data.get("call_id", "")) or "tool"
+        text = f"← {tool} ({data.get('call_id')}): {first[:200]}"
     elif event.type == "answer":
         text = f"Agent: {data.get('text')}"
     elif event.type == "message":
@@ -66,7 +68,7 @@ async def watch(client: Client, session_id: str, after: int = 0, as_json: bool =
                 if as_json:
                     print(json.dumps(event.model_dump(mode="json"), ensure_ascii=False), flush=True)
                 else:
-                    print(describe_event(event), flush=True)
+                    print(describe_event(event, activity.tools_by_call), flush=True)
                 if event.type == RESYNC and not as_json:
                     print("\n".join("    " + line for line in render_status(await handle.query("status")).splitlines()))
                 indicator.show(activity)

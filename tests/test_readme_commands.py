@@ -43,6 +43,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.offline_model import OfflineModel
 from console.demo import seed_workspace
+from console.inbox import read_inbox
 from devserver import is_listening, temporal_binary
 from tests.conftest import eventually, pending_items, query, record_if_asked, settled
 from worker import build_worker
@@ -53,7 +54,8 @@ VENV_BIN = Path(sys.executable).parent
 DEMO_COMMAND = "./demo.sh --session other"
 LOCAL_MODEL_WORKER = "OPENAI_API_KEY=none OPENAI_BASE_URL=http://localhost:11434/v1 HITL_MODEL=qwen2.5:3b python worker.py"
 OWN_TOOLS_WORKER = "HITL_TOOL_MODULES=my_tools python worker.py"
-STORY_SECTIONS = ("## Against any Temporal server", "## Driving a session with the `temporal` CLI alone")
+INBOX_SECTION = "## Who waits for whom: the inbox, and following a session live"
+STORY_SECTIONS = ("## Against any Temporal server", "## Driving a session with the `temporal` CLI alone", INBOX_SECTION)
 IN_DEPTH = ("## Human in the loop, in depth", "## Built-in tools")
 NOT_RUN = {
     "./test.sh": "it runs this very suite: a test cannot run the suite it is part of",
@@ -440,6 +442,37 @@ async def test_the_temporal_cli_alone_works_as_printed(
         await settled(s1)
         await printed.run("temporal workflow signal --workflow-id s1 --name cancel")
         assert (await s1.result())["reason"] == "cancelled: done"
+    finally:
+        await fresh_session(client, "s1")
+    printed.all_run()
+
+
+async def test_the_inbox_and_watch_work_as_printed(env: WorkflowEnvironment, default_queue_worker: Path, checkout: Path) -> None:
+    client = env.client
+    s1 = await fresh_session(client, "s1", "please delete notes.txt")
+    printed = Printed(INBOX_SECTION, checkout, client.service_client.config.target_host)
+    try:
+        await pending_kind(s1, "approval")
+        # Visibility follows the session by a moment; the commands below each run once.
+        await eventually(lambda: read_inbox(client), lambda inbox: any(item.session_id == "s1" for item in inbox.items))
+        out = await printed.run("python starter.py inbox")
+        assert re.search(r'^ *\d+[smhd]  s1  call_1  approval  delete_file\(path="notes.txt"\)$', out, re.M), out
+        out = await printed.run("python starter.py inbox --for ana")
+        assert re.search(r"  s1  call_1  approval  ", out), out
+        out = await printed.run("python starter.py inbox --for ana --json")
+        [row] = [row for row in json.loads(out) if row["session_id"] == "s1"]
+        assert (row["call_id"], row["kind"], row["tool"], row["args"]) == ("call_1", "approval", "delete_file", {"path": "notes.txt"})
+        out = await printed.run("temporal workflow list --query")
+        assert re.search(r"\bs1\b.*AgentWorkflow", out), out
+
+        watch = printed.start("python starter.py watch s1")
+        await watch.says('delete_file(path="notes.txt") needs approval  call_id=call_1')
+        await s1.execute_update("approve_update", {"by": "ana"})
+        await watch.says("Agent: Deleted notes.txt.")
+        await s1.execute_update("cancel_update", {"reason": "done"})
+        await watch.says("(session s1 closed)")
+        assert await asyncio.to_thread(watch.process.wait, 30) == 0, watch.output()
+        assert "call_1 approved by ana" in watch.output()
     finally:
         await fresh_session(client, "s1")
     printed.all_run()
