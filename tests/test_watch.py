@@ -1,4 +1,5 @@
-"""Following a session live: console/events.py and `python starter.py watch <session>`.
+"""Following a session live: console/events.py, `python starter.py watch <session>`, and the
+spinner line that the chat and `watch` show on a terminal while the agent works.
 
 The follower's rules (resync when events are gone, pages read back to back, a
 backoff capped at a second, stopping when the session ends) are checked against
@@ -262,3 +263,33 @@ async def test_on_a_terminal_watch_shows_the_agent_working_with_elapsed_time_and
         process.kill()
         os.close(controller)
     assert "needs approval" in shown and f"(session {session.id} closed)" in shown
+
+
+async def test_on_a_terminal_the_chat_shows_the_agent_working_until_it_asks_for_approval(
+    gated_agent: tuple[Agent, GatedModel],
+) -> None:
+    agent, model = gated_agent
+    session_id = f"chat-{agent.task_queue}"
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "starter.py"), "chat", "--session", session_id, "--by", "ana"],
+        stdin=terminal, stdout=terminal, stderr=terminal, env=user_env(agent, TERM="xterm-256color", COLUMNS="120"),
+        cwd=ROOT,
+    )
+    os.close(terminal)
+    try:
+        await asyncio.to_thread(read_terminal, controller, re.compile(r"You: "), 30)
+        os.write(controller, f"{DELETE}\n".encode())
+        working = re.compile(r"agent thinking · turn 1, step \d+ +\d+\.\ds")
+        shown = await asyncio.to_thread(read_terminal, controller, working, 30)
+        assert working.search(shown), shown
+        model.gate.set()
+        shown = await asyncio.to_thread(read_terminal, controller, re.compile(r"needs approval"), 30)
+        assert 'delete_file(path="notes.txt") needs approval' in shown, shown
+        os.write(controller, b"\x04")  # Ctrl-D: leave the session waiting
+        shown = await asyncio.to_thread(read_terminal, controller, re.compile(r"left session"), 30)
+        assert await asyncio.to_thread(process.wait, 30) == 0
+    finally:
+        process.kill()
+        os.close(controller)
+    assert f"(left session {session_id};" in shown
