@@ -27,6 +27,7 @@ RESYNC = "resync"
 PAGE = 200
 FASTEST = 0.05
 SLOWEST = 1.0
+QUIET_CHECKS = 5
 RPC = timedelta(seconds=10)
 # Between two runs of a long session, or while a worker restarts, a query fails for a moment.
 PASSING = ("not scheduled yet", "workflow task", "no poller", "timeout", "deadline exceeded", "stale")
@@ -75,20 +76,17 @@ async def follow_events(
     """
     handle = client.get_workflow_handle(session_id)  # no run id: always the newest run
     delay = fastest
-    idle_since: float | None = None
     loop = asyncio.get_running_loop()
+    quiet_since = loop.time()
     while True:
         answer = await read_events(handle, after, page)
-        if answer is None:  # the session is between runs or its worker restarts: ask again soon
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, slowest)
-            continue
-        events = [SessionEvent.model_validate(event) for event in answer.get("events", [])]
-        oldest, last = int(answer.get("oldest") or 0), int(answer.get("last") or 0)
-        if (oldest and after < oldest - 1) or last < after:
-            gap = resync(after, oldest, last)
-            yield gap
-            after = gap.id
+        events = [SessionEvent.model_validate(event) for event in (answer or {}).get("events", [])]
+        if answer is not None:
+            oldest, last = int(answer.get("oldest") or 0), int(answer.get("last") or 0)
+            if (oldest and after < oldest - 1) or last < after:
+                gap = resync(after, oldest, last)
+                yield gap
+                after = gap.id
         for event in events:
             if event.id <= after:
                 continue
@@ -99,13 +97,15 @@ async def follow_events(
         if len(events) >= page:
             continue  # more are waiting: read on at once
         if events:
-            delay, idle_since = fastest, None
-        else:
+            delay, quiet_since = fastest, loop.time()
+        else:  # nothing new, or no answer (a hand-over between runs, a worker restarting)
             delay = min(delay * 2, slowest)
-            idle_since = idle_since or loop.time()
-            # A session that ended without a last `state` event (terminated, timed out) says so only here.
-            if loop.time() - idle_since >= slowest * 5 and await has_ended(handle):
-                return
+            # A session that ended without a last `state` event (terminated, timed out) says so
+            # only to `describe`: asked once per QUIET_CHECKS quiet periods, not on every read.
+            if loop.time() - quiet_since >= slowest * QUIET_CHECKS:
+                if await has_ended(handle):
+                    return
+                quiet_since = loop.time()
         await asyncio.sleep(delay)
 
 
