@@ -85,8 +85,7 @@ def serve(host: str | None = None, port: int | None = None) -> None:
 
     try:
         app = create_app()
-        if os.environ.get("HITL_SIGNING_KEY"):
-            signing_key()  # a malformed key stops the server now, not at the first decision
+        signing_key()  # a malformed key stops the server now; a local key file is made now
     except (TokenFileError, KeyConfigError) as error:
         sys.exit(f"error: {error}")
     uvicorn.run(

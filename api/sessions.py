@@ -87,6 +87,8 @@ async def start_session(request: Request, body: dict[str, Any] = Body(...), pers
     """Start a session (the workflow input as the body, `session_id` optional) and answer once its
     first turn has paused for a person or answered."""
     session_id, workflow_input = session_input(body, person)
+    if workflow_input["verified_decisions"]:
+        request.app.state.signer()  # on one machine, the key file a worker trusts exists before the session
     gateway = temporal(request)
     client = await gateway.get()
     start = WithStartWorkflowOperation(

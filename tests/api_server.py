@@ -23,7 +23,9 @@ from temporalio.testing import WorkflowEnvironment
 from api.app import create_app
 from api.auth import TokenBook
 from devserver import free_port
-from tests.conftest import Agent, running_agent
+from activities.openai_backend import OpenAIBackend
+from tests.conftest import SECRET_KEY, Agent, running_agent
+from tests.fake_openai import FakeOpenAI
 
 PEOPLE = ("ana", "bob", "carol")
 
@@ -71,6 +73,16 @@ async def api(env: WorkflowEnvironment, workspace: Path, signing_key: str) -> As
     async for agent in running_agent(env.client, workspace):
         async with serving(agent) as running:
             yield running
+
+
+@pytest.fixture
+async def scripted_api(env: WorkflowEnvironment, workspace: Path, signing_key: str) -> AsyncIterator[tuple[Api, FakeOpenAI]]:
+    """The API in front of a worker whose model is a scripted OpenAI-compatible server."""
+    with FakeOpenAI() as fake:
+        backend = OpenAIBackend(api_key=SECRET_KEY, base_url=fake.base_url, default_model="test-model")
+        async for agent in running_agent(env.client, workspace, backend):
+            async with serving(agent) as running:
+                yield running, fake
 
 
 class serving:

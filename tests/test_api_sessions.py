@@ -6,8 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.api_server import Api, api, signing_key  # noqa: F401  (fixtures)
+from tests.api_server import Api, api, scripted_api, signing_key  # noqa: F401  (fixtures)
 from tests.conftest import eventually
+from tests.fake_openai import FakeOpenAI, text, tool_calls
+
+FORM = [{"name": "origin", "type": "string"}, {"name": "class", "type": "enum", "choices": ["economy", "business"]}]
 
 
 async def test_start_answers_201_with_the_first_pause_and_the_reads_follow(api: Api) -> None:
@@ -151,3 +154,20 @@ def test_a_malformed_tokens_file_stops_the_server_at_start_with_the_reason(tmp_p
         )
         assert completed.returncode != 0
         assert reason in completed.stderr and "HITL_API_TOKENS" in completed.stderr, completed.stderr
+
+
+async def test_a_question_is_answered_through_the_api_and_a_wrong_answer_is_422(scripted_api: tuple[Api, FakeOpenAI]) -> None:
+    api, fake = scripted_api
+    fake.script(tool_calls(("q1", "ask_user_question", {"question": "Trip details?", "fields": FORM})), text("thanks"))
+    started = await api.start("ana", "book a trip")
+    [item] = started["pending"]
+    assert (item["kind"], item["question"], item["fields"][1]["choices"]) == ("question", "Trip details?", ["economy", "business"])
+    url = f"/sessions/{started['session_id']}/calls/q1/answer"
+    async with api.as_("bob") as bob:
+        wrong = await bob.post(url, json={"answer": {"origin": "Paris", "class": "first"}})
+        assert wrong.status_code == 422, wrong.text
+        assert "not one of ['economy', 'business']" in wrong.json()["detail"]
+        right = await bob.post(url, json={"answer": {"origin": "Paris", "class": "business"}})
+        assert right.status_code == 200, right.text
+        status = await eventually(lambda: bob.get(f"/sessions/{started['session_id']}"), lambda r: r.json()["state"] == "idle")
+    assert status.json()["last_answer"] == "thanks"

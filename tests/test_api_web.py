@@ -14,8 +14,9 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from tests.api_server import Api, api, signing_key, token_of  # noqa: F401  (fixtures)
+from tests.api_server import Api, api, scripted_api, signing_key, token_of  # noqa: F401  (fixtures)
 from tests.conftest import eventually
+from tests.fake_openai import FakeOpenAI, text, tool_calls
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(
@@ -62,8 +63,10 @@ def find(selector: str) -> Callable[[Any], Any]:
 def click(selector: str) -> Callable[[Any], bool]:
     """Find and click in one go (the inbox list is redrawn every few seconds)."""
     def probe(browser: Any) -> bool:
-        [element] = find(selector)(browser)
-        element.click()
+        found = find(selector)(browser)
+        if len(found) != 1:
+            return False
+        found[0].click()
         return True
     return probe
 
@@ -103,3 +106,36 @@ async def test_approve_with_an_edited_argument_and_see_the_result_arrive_live(ap
 
     await asyncio.to_thread(browser.find_element("id", "show-transcript").click)
     await until(browser, lambda b: "please delete notes.txt <b>not bold</b>" in b.find_element("id", "transcript").text)
+
+
+async def test_a_form_and_a_choice_are_answered_from_the_page(scripted_api: tuple[Api, FakeOpenAI], browser: Any) -> None:
+    api, fake = scripted_api
+    form = [{"name": "origin", "type": "string", "description": "departure city"},
+            {"name": "class", "type": "enum", "choices": ["economy", "business"]},
+            {"name": "bags", "type": "integer", "required": False}]
+    fake.script(
+        tool_calls(("q1", "ask_user_question", {"question": "Trip details?", "fields": form})),
+        tool_calls(("q2", "ask_user_question", {"question": "Window or aisle?", "choices": ["window", "aisle"]})),
+        text("booked"),
+    )
+    session = (await api.start("ana", "book a trip"))["session_id"]
+
+    await asyncio.to_thread(browser.get, api.base + "/")
+    [token_field] = await until(browser, find("#token"))
+    await asyncio.to_thread(token_field.send_keys, token_of("carol") + "\n")
+    await until(browser, click(f'button.item[data-session="{session}"]'))
+    [origin] = await until(browser, find('.pending-item[data-call="q1"] [data-field="origin"]'))
+    await asyncio.to_thread(origin.send_keys, "Paris")
+    [travel_class] = find('.pending-item[data-call="q1"] select[data-field="class"]')(browser)
+    await asyncio.to_thread(travel_class.send_keys, "business")
+    [bags] = find('.pending-item[data-call="q1"] [data-field="bags"]')(browser)
+    await asyncio.to_thread(bags.send_keys, "2")
+    await until(browser, click('.pending-item[data-call="q1"] button.answer'))
+
+    await until(browser, click('.pending-item[data-call="q2"] button.choice[data-choice="aisle"]'))
+    await until(browser, lambda b: [e for e in find('#events li[data-type="answer"]')(b) if "booked" in e.text])
+    async with api.as_("carol") as carol:
+        transcript = (await carol.get(f"/sessions/{session}/transcript")).json()
+    results = [message["content"] for message in transcript if message["role"] == "tool"]
+    assert '"origin": "Paris"' in results[0] and '"class": "business"' in results[0] and '"bags": 2' in results[0]
+    assert "aisle" in results[1]

@@ -55,7 +55,8 @@ DEMO_COMMAND = "./demo.sh --session other"
 LOCAL_MODEL_WORKER = "OPENAI_API_KEY=none OPENAI_BASE_URL=http://localhost:11434/v1 HITL_MODEL=qwen2.5:3b python worker.py"
 OWN_TOOLS_WORKER = "HITL_TOOL_MODULES=my_tools python worker.py"
 INBOX_SECTION = "## Who waits for whom: the inbox, and following a session live"
-STORY_SECTIONS = ("## Against any Temporal server", "## Driving a session with the `temporal` CLI alone", INBOX_SECTION)
+API_SECTION = "## People anywhere: the HTTP API and the web inbox"  # run by tests/test_api_readme.py
+STORY_SECTIONS = ("## Against any Temporal server", "## Driving a session with the `temporal` CLI alone", INBOX_SECTION, API_SECTION)
 IN_DEPTH = ("## Human in the loop, in depth", "## Built-in tools")
 NOT_RUN = {
     "./test.sh": "it runs this very suite: a test cannot run the suite it is part of",
