@@ -15,7 +15,8 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import caller
-from api.gateway import now, run_query, send_update
+from api.gateway import now, run_query, send_update, temporal
+from console.sessions import read_all
 from workflows.rules import args_sha256
 
 router = APIRouter(prefix="/sessions/{session_id}/calls/{call_id}", tags=["decisions"])
@@ -62,7 +63,7 @@ async def pending_item(request: Request, session_id: str, call_id: str) -> dict[
     for item in await run_query(request, session_id, "pending"):
         if item["call_id"] == call_id:
             return item
-    trail = await run_query(request, session_id, "audit")
+    trail = await read_all(await temporal(request).get(), session_id, "audit_page", "events")  # across runs
     outcomes = [event["event"] for event in trail if event.get("call_id") == call_id and event["event"] != "refused"]
     if any(outcome != "requested" for outcome in outcomes):
         raise HTTPException(409, f"{call_id} is already settled ({outcomes[-1]})")

@@ -138,9 +138,13 @@ async def stream(request: Request, client: Client, session_id: str, after: int) 
     try:
         await feed.ready.wait()
         sent = after
-        async for event in backlog(client, session_id, after):
-            sent = max(sent, event.id)
-            yield as_sse(event)
+        try:
+            async for event in backlog(client, session_id, after):
+                sent = max(sent, event.id)
+                yield as_sse(event)
+        except EventsUnavailable as error:
+            yield ServerSentEvent(data=json.dumps({"problem": str(error)}), event="end")
+            return
         while True:
             event = await queue.get()
             if event is END:

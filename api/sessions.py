@@ -7,13 +7,14 @@ or the first answer: the caller needs no polling loop.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from typing import Any
 
 from fastapi import APIRouter, Body, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from temporalio.client import WithStartWorkflowOperation, WorkflowUpdateFailedError
+from temporalio.client import Client, WithStartWorkflowOperation, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
@@ -62,10 +63,10 @@ def session_input(body: dict[str, Any], person: str) -> tuple[str, dict[str, Any
     request["by"] = person
     request.setdefault("verified_decisions", True)
     try:
-        SessionInput.model_validate(request)
+        checked = SessionInput.model_validate(request)
     except ValidationError as error:
         raise HTTPException(422, f"invalid session input: {describe_validation_error(error)}") from None
-    problems = SessionInput.model_validate(request).rule_problems()
+    problems = checked.rule_problems()
     if problems:
         raise HTTPException(422, f"invalid session input: {'; '.join(problems)}")
     return session_id, request
@@ -103,11 +104,23 @@ async def start_session(request: Request, body: dict[str, Any] = Body(...), pers
     except WorkflowAlreadyStartedError:
         raise HTTPException(409, f"session {session_id!r} already exists") from None
     except WorkflowUpdateFailedError as error:
-        raise HTTPException(422, reason_of(error)) from None
+        raise HTTPException(422, await why_it_ended(client, session_id) or reason_of(error)) from None
     except RPCError as error:
         raise HTTPException(503, f"could not start the session: {error.message}") from None
     settled = await settle(request, session_id, 0, settled)
     return Started(session_id=session_id, status=settled["status"], pending=settled["pending"])
+
+
+async def why_it_ended(client: Client, session_id: str) -> str | None:
+    """A session that ended before its first turn settled (the worker refused its input, e.g. rules
+    that name unknown tools, or verified decisions without a trusted key): the reason it failed with."""
+    try:
+        await asyncio.wait_for(client.get_workflow_handle(session_id).result(), 10)
+    except WorkflowFailureError as failure:
+        return reason_of(failure)
+    except (asyncio.TimeoutError, RPCError):
+        return None
+    return None
 
 
 @router.get("/{session_id}")

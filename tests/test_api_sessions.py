@@ -140,6 +140,10 @@ async def test_422_for_an_invalid_body_or_arguments(api: Api) -> None:
                           {"message": "hi", "session_id": "has spaces"}):
             answer = await http.post("/sessions", json=bad_start)
             assert answer.status_code == 422, (bad_start, answer.text)
+        # Refused by the worker as the session starts (its catalog knows the tools): the reason still comes back.
+        unknown_tool = await http.post("/sessions", json={"message": "hi", "approvers": {"delete_fiel": ["bob"]}})
+        assert unknown_tool.status_code == 422, unknown_tool.text
+        assert "no tool named 'delete_fiel'" in unknown_tool.json()["detail"]
         assert (await http.get(f"/sessions/{session}/pending")).json()[0]["call_id"] == call
 
 
