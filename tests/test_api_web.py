@@ -139,3 +139,23 @@ async def test_a_form_and_a_choice_are_answered_from_the_page(scripted_api: tupl
     results = [message["content"] for message in transcript if message["role"] == "tool"]
     assert '"origin": "Paris"' in results[0] and '"class": "business"' in results[0] and '"bags": 2' in results[0]
     assert "aisle" in results[1]
+
+
+async def test_a_result_is_reviewed_and_replaced_from_the_page(api: Api, browser: Any) -> None:
+    session = (await api.start("ana", "draft an email to bob@example.com about lunch saying see you at noon"))["session_id"]
+    await asyncio.to_thread(browser.get, api.base + "/")
+    [token_field] = await until(browser, find("#token"))
+    await asyncio.to_thread(token_field.send_keys, token_of("bob") + "\n")
+    await until(browser, click(f'button.item[data-session="{session}"]'))
+    [result] = await until(browser, find(".pending-item.review textarea.result"))
+    assert "bob@example.com" in result.get_attribute("value")
+    await asyncio.to_thread(result.clear)
+    await asyncio.to_thread(result.send_keys, "Draft withheld: lunch moved to 1pm.")
+    await until(browser, click(".pending-item.review button.approve"))
+    await until(browser, lambda b: find('#events li[data-type="pause_settled"]')(b)
+                and "edited by bob" in find('#events li[data-type="pause_settled"]')(b)[0].text)
+    await until(browser, find('#events li[data-type="answer"]'))
+    async with api.as_("bob") as bob:
+        transcript = (await bob.get(f"/sessions/{session}/transcript")).json()
+    [reviewed] = [message["content"] for message in transcript if message["role"] == "tool"]
+    assert "A person (bob) edited this result" in reviewed and "lunch moved to 1pm" in reviewed
