@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.api_server import Api, EventStream, api, of_type, read_until, signing_key, token_of  # noqa: F401  (fixtures)
+from tests.conftest import eventually
 
 
 async def test_a_client_that_reconnects_with_last_event_id_misses_nothing_and_gets_nothing_twice(api: Api) -> None:
@@ -67,15 +68,23 @@ async def test_many_listeners_share_one_watcher_and_all_see_each_live_event(api:
     assert feeds.watched() == {}
 
 
-async def test_a_resync_when_the_events_asked_for_are_not_kept(api: Api) -> None:
+async def test_a_client_back_after_more_events_than_the_session_keeps_gets_a_resync_first(api: Api) -> None:
     started = await api.start("ana", "hello there")
     session = started["session_id"]
+    handle = api.agent.client.get_workflow_handle(session)
+    # 520 forged decisions, each refused and logged as an event: more than the newest 500 the session keeps.
+    await asyncio.gather(*(handle.signal("reject", {"reason": f"forged {n}", "by": "bob"}) for n in range(520)))
+    kept = await eventually(lambda: handle.query("events", {"after": 0, "limit": 1}), lambda answer: answer["last"] > 520)
+    assert kept["oldest"] > 3
     async with api.as_("ana") as ana:
+        async with ana.stream("GET", f"/sessions/{session}/events", headers={"Last-Event-ID": "2"}) as stream:
+            gap, first_kept = await read_until(stream, lambda seen: len(seen) == 2)
         async with ana.stream("GET", f"/sessions/{session}/events?last_event_id=100000") as stream:
-            [gap] = await read_until(stream, lambda seen: len(seen) == 1)
-    assert gap["event"] == "resync"
-    assert "id" not in gap  # the client's own Last-Event-ID stays where its events stop
-    assert gap["data"]["data"]["after"] == 100000
+            [ahead] = await read_until(stream, lambda seen: len(seen) == 1)
+    assert gap["event"] == "resync" and "id" not in gap  # the client's own Last-Event-ID stays where its events stop
+    assert gap["data"]["data"]["after"] == 2 and gap["data"]["data"]["oldest"] == kept["oldest"]
+    assert int(first_kept["id"]) == kept["oldest"] and first_kept["event"] == "refused"
+    assert ahead["event"] == "resync"  # ids behind the client's: the session was reset or replaced
 
 
 async def test_eventsource_clients_use_a_short_lived_ticket_for_one_session_never_the_token(api: Api) -> None:
