@@ -20,7 +20,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from api.auth import caller
-from api.gateway import handle_of, reason_of, run_query, send_update, temporal
+from api.gateway import reason_of, run_query, send_update, temporal
 from console.sessions import read_all
 from workflows.agent import AgentWorkflow
 from workflows.forms import describe_validation_error
@@ -155,7 +155,6 @@ async def audit(session_id: str, request: Request, person: str = Depends(caller)
 async def send_message(session_id: str, body: Message, request: Request, person: str = Depends(caller)) -> dict[str, Any]:
     """A new user turn from the caller; `interrupt` stops the running step to re-plan with it.
     With `wait`, the answer also carries the status and pending items once the turn settles."""
-    await handle_of(request, session_id)
     accepted = await send_update(request, session_id, "user_message_update",
                                  {"text": body.text, "interrupt": body.interrupt, "by": person})
     if not body.wait:

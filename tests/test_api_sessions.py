@@ -100,9 +100,11 @@ async def test_404_for_an_unknown_session_or_call(api: Api) -> None:
         for method, path in (("GET", "/sessions/no-such-session"), ("GET", "/sessions/no-such-session/pending"),
                              ("GET", "/sessions/no-such-session/transcript"),
                              ("POST", "/sessions/no-such-session/calls/c1/approve"),
+                             ("POST", "/sessions/no-such-session/messages"), ("POST", "/sessions/no-such-session/cancel"),
                              ("POST", f"/sessions/{session}/calls/no-such-call/approve"),
                              ("POST", f"/sessions/{session}/calls/no-such-call/reject")):
-            answer = await http.request(method, path, json={} if method == "POST" else None)
+            body = {"text": "hello"} if path.endswith("/messages") else {}
+            answer = await http.request(method, path, json=body if method == "POST" else None)
             assert answer.status_code == 404, (path, answer.text)
 
 
