@@ -81,6 +81,7 @@ def parser() -> argparse.ArgumentParser:
     inbox.add_argument("--for", dest="person", help="only what this person may decide")
     inbox.add_argument("--claimed", action="store_true", help="with --for: also what others have claimed")
     inbox.add_argument("--task-queue", help="only sessions of this task queue (default: the whole namespace)")
+    inbox.add_argument("--limit", type=int, default=100, help="show the oldest N items (default 100; 0: all)")
     inbox.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON rows")
 
     watch = commands.add_parser("watch", help="print a session's events as they happen, until it closes")
@@ -182,7 +183,8 @@ async def show_inbox(client: Client, args: argparse.Namespace) -> int:
     from console.inbox import InboxUnavailable, inbox_json, read_inbox, render_inbox
 
     try:
-        inbox = await read_inbox(client, task_queue=args.task_queue, person=args.person, show_claimed=args.claimed)
+        inbox = await read_inbox(client, task_queue=args.task_queue, person=args.person, show_claimed=args.claimed,
+                                 limit=args.limit or None)
     except InboxUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

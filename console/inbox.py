@@ -1,11 +1,20 @@
-"""Every call waiting for a person, across the namespace, from one visibility list.
+"""Every call waiting for a person, across the namespace, from Temporal's visibility store.
 
 Each session keeps its search attributes and its memo `hitl_pending` current
 (INTERFACE.md, "Finding waiting sessions"): the memo holds the `pending` items
 with their arguments clipped. Listing the executions whose `HitlState` is
 `awaiting_human` therefore returns everything an inbox shows, and no session is
 queried: a query would make a worker replay every session it no longer caches
-(275 s for 10,000 paused sessions, against one list here; bench/load.py).
+(275 s for 10,000 paused sessions; bench/load.py).
+
+A list still costs the server about half a millisecond a row (the dev server's
+SQLite, measured in bench/load.py), so an inbox of 10,000 waiting sessions reads
+only the oldest ones a person sees first: counts (cheap, no rows) find the
+moment `HitlWaitingSince` by which about `limit` sessions waited, and one list
+reads the sessions that waited since then or before. Every pause opened before
+that moment is in those sessions (a session's `HitlWaitingSince` is its oldest
+pause), so the rows are exactly the oldest ones, in order. `limit=None` reads
+everything.
 
 Visibility is eventually consistent: a pause opened a moment ago may show a
 moment later, and a row may outlive its decision by as long. Deciding goes
@@ -15,17 +24,25 @@ The API's `GET /inbox`, `starter.py inbox` and the web page all read this module
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import asyncio
+from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from temporalio.client import Client, WorkflowExecution
+from temporalio.api.workflowservice.v1 import CountWorkflowExecutionsRequest, ListWorkflowExecutionsRequest
+from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from console.render import call_text
 
 MEMO_KEY = "hitl_pending"
 WAITING = 'HitlState = "awaiting_human"'
+LIMIT = 100  # items an inbox shows first
+WHOLE_LIST_UP_TO = 500  # waiting sessions read in one go without looking for the oldest first
+PAGE_SIZE = 1000  # the most a server gives in one page by default (frontend.visibilityMaxPageSize)
+RPC = timedelta(seconds=30)
+FAR_PAST = timedelta(days=4 * 366)  # nobody waits longer than this: where the search for the oldest starts
+FINEST = timedelta(milliseconds=1)
 
 
 class InboxItem(BaseModel):
@@ -86,21 +103,30 @@ class Inbox(BaseModel):
     """What one read of the inbox found, oldest pause first."""
 
     items: list[InboxItem]
-    sessions: int  # waiting sessions listed, the ones without a readable memo included
+    waiting_sessions: int  # that the person may have something to decide in (a count, not rows)
+    sessions: int  # listed: all waiting sessions, or the ones that waited longest
+    complete: bool  # every waiting item is in `items`; else only the oldest `limit`
     unreadable: list[str] = Field(default_factory=list)  # listed sessions whose memo had no valid items
     read_at: datetime
 
 
-def visibility_query(task_queue: str | None = None) -> str:
-    """The list filter: waiting and still running (a terminated session keeps its last attributes)."""
+def visibility_query(task_queue: str | None = None, person: str | None = None) -> str:
+    """The list filter: waiting, still running (a terminated session keeps its last attributes), and
+    for a person, sessions whose calls anyone or they may decide (`HitlApprovers` is absent when anyone may)."""
     query = f'{WAITING} AND ExecutionStatus = "Running"'
     if task_queue:
         query += f' AND TaskQueue = "{escaped(task_queue)}"'
+    if person:
+        query += f' AND (HitlApprovers = "{escaped(person)}" OR HitlApprovers IS NULL)'
     return query
 
 
 def escaped(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def waited_by(moment: datetime) -> str:
+    return f' AND HitlWaitingSince <= "{moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}"'
 
 
 async def read_inbox(
@@ -109,43 +135,97 @@ async def read_inbox(
     task_queue: str | None = None,
     person: str | None = None,
     show_claimed: bool = False,
+    limit: int | None = LIMIT,
     now: datetime | None = None,
 ) -> Inbox:
-    """Every open pause (for `person`: those they may decide), oldest first, from one list."""
+    """The open pauses (for `person`: those they may decide), oldest first: all of them, or the
+    oldest `limit` when many sessions wait."""
+    now = now or datetime.now(timezone.utc)
+    query = visibility_query(task_queue, person)
+    try:
+        waiting = await count(client, query)
+        target = limit
+        while True:
+            everything = limit is None or waiting <= max(WHOLE_LIST_UP_TO, limit)
+            cutoff = None if everything else await oldest_moment(client, query, target or 0, now)  # type: ignore[arg-type]
+            items, sessions, unreadable = await listed(client, query + (waited_by(cutoff) if cutoff else ""))
+            if cutoff is not None:  # later pauses of these sessions may have older ones elsewhere
+                items = [item for item in items if item.requested_at <= cutoff]
+            if person is not None:
+                items = for_person(items, person, now, show_claimed=show_claimed)
+            if cutoff is None or limit is None or len(items) >= limit or target >= waiting:
+                break
+            target = (target or 1) * 4  # the person may decide few of the oldest: look further
+    except RPCError as error:
+        if error.status != RPCStatusCode.INVALID_ARGUMENT or "Hitl" not in error.message:
+            raise
+        raise InboxUnavailable(
+            f"this namespace lacks the sessions' search attributes ({error.message}); create them with "
+            "`temporal operator search-attribute create` (README, \"Finding waiting sessions on your own server\")"
+        ) from None
+    for item in items:
+        item.age_seconds = max(0.0, (now - item.requested_at).total_seconds())
+    items.sort(key=lambda item: (item.requested_at, item.session_id, item.call_id))
+    complete = cutoff is None and (limit is None or len(items) <= limit)
+    return Inbox(items=items[:limit], waiting_sessions=waiting, sessions=sessions, complete=complete,
+                 unreadable=unreadable, read_at=now)
+
+
+async def count(client: Client, query: str) -> int:
+    request = CountWorkflowExecutionsRequest(namespace=client.namespace, query=query)
+    return (await client.workflow_service.count_workflow_executions(request, retry=True, timeout=RPC)).count
+
+
+async def oldest_moment(client: Client, query: str, target: int, now: datetime) -> datetime:
+    """About the earliest moment by which `target` sessions were waiting: a binary search on
+    `HitlWaitingSince` with counts, from the far past (where counts are small, so cheap) towards now.
+    It stops once the count is between `target` and four times that, so the list stays short."""
+    early, late = now - FAR_PAST, now
+    while late - early > FINEST:
+        middle = early + (late - early) / 2
+        found = await count(client, query + waited_by(middle))
+        if found < target:
+            early = middle
+        else:
+            late = middle
+            if found <= 4 * target:
+                break
+    return late
+
+
+async def listed(client: Client, query: str) -> tuple[list[InboxItem], int, list[str]]:
+    """One visibility list, page after page (the next page is fetched while this one is read),
+    decoding each session's memo only: the rest of a row is not needed."""
     items: list[InboxItem] = []
     unreadable: list[str] = []
     sessions = 0
-    try:
-        async for execution in client.list_workflows(visibility_query(task_queue)):
+
+    def fetch(token: bytes) -> asyncio.Task[Any]:
+        request = ListWorkflowExecutionsRequest(namespace=client.namespace, query=query, page_size=PAGE_SIZE,
+                                                next_page_token=token)
+        return asyncio.ensure_future(client.workflow_service.list_workflow_executions(request, retry=True, timeout=RPC))
+
+    following = fetch(b"")
+    while following is not None:
+        page = await following
+        following = fetch(page.next_page_token) if page.next_page_token else None
+        for execution in page.executions:
             sessions += 1
-            found = await items_of(execution)
+            found = await items_of(client, execution.execution.workflow_id, execution.memo.fields.get(MEMO_KEY))
             if found is None:
-                unreadable.append(execution.id)
+                unreadable.append(execution.execution.workflow_id)
             items.extend(found or [])
-    except RPCError as error:
-        if error.status != RPCStatusCode.INVALID_ARGUMENT or "HitlState" not in error.message:
-            raise
-        raise InboxUnavailable(
-            f"this namespace has no HitlState search attribute ({error.message}); create the attributes with "
-            "`temporal operator search-attribute create` (README, \"Finding waiting sessions on your own server\")"
-        ) from None
-    now = now or datetime.now(timezone.utc)
-    for item in items:
-        item.age_seconds = max(0.0, (now - item.requested_at).total_seconds())
-    if person is not None:
-        items = for_person(items, person, now, show_claimed=show_claimed)
-    items.sort(key=lambda item: (item.requested_at, item.session_id, item.call_id))
-    return Inbox(items=items, sessions=sessions, unreadable=unreadable, read_at=now)
+    return items, sessions, unreadable
 
 
-async def items_of(execution: WorkflowExecution) -> list[InboxItem] | None:
-    """The pending items a session's memo holds; None when it has no memo we can read."""
-    raw = await execution.memo_value(MEMO_KEY, None)
-    if not isinstance(raw, list):
+async def items_of(client: Client, session_id: str, memo: Any) -> list[InboxItem] | None:
+    """The pending items a session's memo holds (decrypted when the payloads are); None when unreadable."""
+    if memo is None:
         return None
     try:
-        return [InboxItem.model_validate({**item, "session_id": execution.id}) for item in raw]
-    except (ValidationError, TypeError):
+        [raw] = await client.data_converter.decode([memo])
+        return [InboxItem.model_validate({**item, "session_id": session_id}) for item in raw]
+    except (ValidationError, TypeError, ValueError):
         return None
 
 
@@ -170,7 +250,7 @@ def render_inbox(inbox: Inbox, person: str | None = None) -> str:
     """The plain-text inbox: one line per waiting call, oldest first."""
     if not inbox.items:
         whom = f" for {person}" if person else ""
-        return f"nothing waits{whom} ({inbox.sessions} waiting sessions listed)"
+        return f"nothing waits{whom} ({plural(inbox.waiting_sessions, 'waiting session')} looked at)"
     lines = []
     for item in inbox.items:
         extras = []
@@ -183,7 +263,14 @@ def render_inbox(inbox: Inbox, person: str | None = None) -> str:
         more = f"  [{'; '.join(extras)}]" if extras else ""
         lines.append(f"{age_text(item.age_seconds):>4}  {item.session_id}  {item.call_id}  {item.kind:<8}  "
                      f"{item.summary()}{more}")
+    if not inbox.complete:
+        lines.append(f"(the oldest {len(inbox.items)}, of {plural(inbox.waiting_sessions, 'waiting session')}; "
+                     "--limit 0 shows them all)")
     return "\n".join(lines)
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def inbox_json(inbox: Inbox) -> list[dict[str, Any]]:

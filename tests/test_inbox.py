@@ -12,7 +12,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
 from temporalio.testing import WorkflowEnvironment
+
+import console.inbox
 
 from activities.offline_model import OfflineModel
 from console.inbox import InboxItem, for_person, read_inbox
@@ -84,7 +87,7 @@ async def test_one_vote_of_two_leaves_the_call_to_the_other_approver(agent: Agen
     assert row["approvals"] == ["ana"] and row["required_approvals"] == 2
     await rows_until(agent, ("--for", "ana"), [])
     text = await starter(agent, "inbox", "--task-queue", agent.task_queue, "--for", "ana")
-    assert text.returncode == 0 and text.stdout.strip() == "nothing waits for ana (1 waiting sessions listed)", text.stdout
+    assert text.returncode == 0 and text.stdout.strip() == "nothing waits for ana (1 waiting session looked at)", text.stdout
 
 
 async def test_the_inbox_answers_from_visibility_while_no_worker_runs(env: WorkflowEnvironment, workspace: Path) -> None:
@@ -149,3 +152,30 @@ async def test_the_inbox_module_reads_memos_not_queries(agent: Agent) -> None:
     assert inbox.sessions == 1 and inbox.unreadable == []
     assert row.age_seconds == (inbox.read_at - row.requested_at).total_seconds()
 
+
+
+async def test_when_many_sessions_wait_the_inbox_reads_the_oldest_first_and_says_it_shows_part(
+    agent: Agent, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past WHOLE_LIST_UP_TO waiting sessions, counts find the oldest and one short list reads them
+    (10,000 in bench/load.py; here the threshold is lowered to see the same path with five)."""
+    monkeypatch.setattr(console.inbox, "WHOLE_LIST_UP_TO", 0)
+    tag = agent.task_queue
+    sessions = [f"{tag}-{n}" for n in range(5)]
+    for n, session in enumerate(sessions):
+        await paused(agent, session, by="carol", **({"approvers": {"delete_file": ["bob"]}} if n < 2 else {}))
+    whole = await eventually(lambda: read_inbox(agent.client, task_queue=tag, limit=None),
+                             lambda inbox: len(inbox.items) == 5)
+    assert whole.complete and [item.session_id for item in whole.items] == sessions
+
+    oldest = await read_inbox(agent.client, task_queue=tag, limit=2)
+    assert [item.session_id for item in oldest.items] == sessions[:2]
+    assert not oldest.complete and oldest.waiting_sessions == 5 and oldest.sessions < 5
+
+    # ana may not decide the two oldest (bob's): her first page comes from further on.
+    hers = await read_inbox(agent.client, task_queue=tag, person="ana", limit=2)
+    assert [item.session_id for item in hers.items] == sessions[2:4] and hers.waiting_sessions == 3
+
+    text = await starter(agent, "inbox", "--task-queue", tag, "--limit", "2")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[-1] == "(the oldest 2, of 5 waiting sessions; --limit 0 shows them all)", text.stdout
