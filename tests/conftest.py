@@ -17,7 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.offline_model import OfflineModel
 from activities.openai_backend import OpenAIBackend
-from devserver import FAST_SQLITE, temporal_binary
+from devserver import FAST_SQLITE, SEARCH_ATTRIBUTE_FLAGS, temporal_binary
 from exit_cleanly import exit_now
 from settings import DATA_CONVERTER
 from tests.fake_openai import FakeOpenAI
@@ -37,7 +37,7 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
     environment = await WorkflowEnvironment.start_local(
         data_converter=DATA_CONVERTER,
         dev_server_existing_path=temporal_binary(),
-        dev_server_extra_args=FAST_SQLITE,
+        dev_server_extra_args=[*FAST_SQLITE, *SEARCH_ATTRIBUTE_FLAGS],
     )
     yield environment
     await environment.shutdown()
@@ -49,7 +49,7 @@ async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     environment = await WorkflowEnvironment.start_time_skipping_v2(
         data_converter=DATA_CONVERTER,
         dev_server_existing_path=temporal_binary(),
-        dev_server_extra_args=[*FAST_SQLITE, *TIME_SKIPPING],
+        dev_server_extra_args=[*FAST_SQLITE, *SEARCH_ATTRIBUTE_FLAGS, *TIME_SKIPPING],
     )
     yield environment
     await environment.shutdown()
