@@ -20,6 +20,7 @@ from temporalio.service import RPCError
 from exit_cleanly import exit_now
 from console.render import describe_pending, print_json, render_status, render_transcript
 from console.sessions import read_all
+from console.updates import execute_update_retrying
 from settings import DATA_CONVERTER, ENCRYPTED, Settings, connect
 from workflows.agent import AgentWorkflow
 
@@ -239,7 +240,7 @@ def session_summary(request: dict[str, Any], session_id: str, encrypted: bool) -
 
 async def update(handle: WorkflowHandle[Any, Any], name: str, body: dict[str, Any], as_json: bool) -> int:
     try:
-        result = await handle.execute_update(name, body)
+        result = await execute_update_retrying(handle, name, body)
     except WorkflowUpdateFailedError as error:
         reason = getattr(error.cause, "message", None) or str(error.cause or error)
         if as_json:

@@ -23,6 +23,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from activities.notify import NotifyActivities
 from activities.model import ModelActivities, ModelBackend, backend_from_env, unknown_tools
+from activities.session_environment import SessionEnvironment
 from activities.run_tool import ToolActivities
 from exit_cleanly import exit_now
 from settings import Settings, connect
@@ -36,6 +37,7 @@ SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
     "pydantic", "pydantic_core", "annotated_types", "typing_inspection",
     "workflows.conversation", "workflows.forms", "workflows.pauses", "workflows.planning",
     "workflows.requests", "workflows.rules", "workflows.session", "workflows.limits", "workflows.handover",
+    "workflows.events", "workflows.identity", "workflows.proofs", "workflows.visibility", "cryptography",
 )
 
 
@@ -138,12 +140,13 @@ def build_worker(
 ) -> Worker:
     workspace.mkdir(parents=True, exist_ok=True)
     model, notify = ModelActivities(backend, client), NotifyActivities(workspace, notify_url)
+    environment = SessionEnvironment(client)
     tools = tools or ToolActivities(workspace)
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[AgentWorkflow],
-        activities=[model.call_model, tools.run_tool, notify.notify, unknown_tools],
+        activities=[model.call_model, tools.run_tool, notify.notify, unknown_tools, environment.session_environment],
         workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX),
         # A rejected Update is answered with the request it rejects; the worker's own
         # size check would turn a caller's oversized Update into a task that fails for

@@ -17,6 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from console.events import PAGE, EventsUnavailable, SessionEvent, read_events
 from console.progress import Activity, WorkingIndicator
 from console.render import call_text, render_message
+from console.updates import execute_update_retrying
 from workflows.agent import AgentWorkflow
 
 POLL_SECONDS = 0.2
@@ -234,7 +235,7 @@ class Chat:
 
     async def update(self, handle: WorkflowHandle[Any, Any], name: str, body: dict[str, Any]) -> bool:
         try:
-            await handle.execute_update(name, body)
+            await execute_update_retrying(handle, name, body)
             return True
         except WorkflowUpdateFailedError as error:
             print(f"  refused: {getattr(error.cause, 'message', error)}")

@@ -141,3 +141,45 @@ async def test_notifications_go_to_a_webhook_when_one_is_set(env: WorkflowEnviro
     assert hook["event"] == "requested" and hook["session_id"] == session.id
     assert hook["item"]["call_id"] == item["call_id"]
     assert not (workspace / "notifications.jsonl").exists()
+
+
+async def test_a_session_closes_only_after_its_notifications_were_sent(env: WorkflowEnvironment, workspace: Path) -> None:
+    """A notification still in flight when the session closes used to race the closing
+    workflow task: when it completed during that task, Temporal failed the task and
+    aborted the person's cancel Update with "unexpected workflow task failure"."""
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from activities.offline_model import OfflineModel
+    from worker import build_worker
+
+    class SlowHook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers["content-length"]))
+            time.sleep(1.5)
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowHook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+        async with build_worker(env.client, "slow-webhook-queue", OfflineModel(), workspace, notify_url=url):
+            session = await Agent(env.client, "slow-webhook-queue", workspace).start("please delete notes.txt")
+            await pending_items(session)
+            await session.execute_update("cancel_update", {"reason": "stop"})
+            await session.result()
+            history = await session.fetch_history()
+    finally:
+        server.shutdown()
+        server.server_close()
+    scheduled = {e.event_id for e in history.events if e.HasField("activity_task_scheduled_event_attributes")
+                 and e.activity_task_scheduled_event_attributes.activity_type.name == "notify"}
+    finished = {attributes.scheduled_event_id for e in history.events for attributes in (
+        e.activity_task_completed_event_attributes, e.activity_task_failed_event_attributes,
+        e.activity_task_timed_out_event_attributes) if attributes.scheduled_event_id}
+    assert scheduled and scheduled <= finished, "the session closed with a notification still being sent"

@@ -25,7 +25,9 @@ from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.conversation import ChatMessage, Conversation, ModelReply, message_sha256
+from workflows.events import EventLog, EventsRequest
 from workflows.forms import describe_validation_error
+from workflows.identity import ProofRefusal, SpentProof, Verifier
 from workflows.handover import (
     AUDIT_CARRIED,
     CALL_IDS_KEPT,
@@ -46,11 +48,15 @@ from workflows.limits import (
     utf8_size,
 )
 from workflows.pauses import (
+    Claim,
+    ClaimVerdict,
+    DecisionBase,
     Outcome,
     PauseKind,
     Pauses,
     PendingCall,
     Refusal,
+    Release,
     Settlement,
     Verdict,
     Vote,
@@ -58,7 +64,7 @@ from workflows.pauses import (
     parse_decision,
 )
 from workflows.planning import PlannedCall, plan_reply, with_unique_call_ids
-from workflows.requests import ConversationRef, ModelRequest, Notification, ToolInvocation
+from workflows.requests import ConversationRef, ModelRequest, Notification, SessionFacts, ToolInvocation
 from workflows.rules import Grant, args_sha256, grant_from
 from workflows.session import (
     DEFAULT_SYSTEM_PROMPT,
@@ -70,6 +76,7 @@ from workflows.session import (
     UserMessage,
     view,
 )
+from workflows.visibility import Publisher, compact_item
 
 with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
@@ -105,6 +112,10 @@ NOTIFY_CALL = dict(
 # Sessions recorded before this change continue as new only between turns;
 # the marker lets their histories replay unchanged.
 HAND_OVER_ANYWHERE = "continue-as-new-inside-turns-and-pauses"
+# Sessions closed before this change may have ended with a notification in flight.
+CLOSE_AFTER_NOTIFICATIONS = "close-after-notifications"
+# Sessions started before this change publish no search attributes and know no proofs.
+PUBLISH_AND_VERIFY = "search-attributes-claims-verified-decisions"
 # Past these the session stops waiting for people rather than be ended by Temporal.
 HISTORY_EVENTS_CRITICAL = 45_000
 HISTORY_BYTES_CRITICAL = 40_000_000
@@ -161,6 +172,11 @@ class AgentWorkflow:
         self.idle_until: datetime | None = None
         self.hands_over_anywhere = False
         self.hand_over_blocked = False
+        self.handing_over = False
+        self.settled_event = 0  # the event id at which the session last stopped running
+        self.event_log = EventLog()
+        self.publisher = Publisher()
+        self.verifier = Verifier(required=self.config.verified_decisions)
         if carried is not None:
             self.resume(carried)
 
@@ -191,8 +207,12 @@ class AgentWorkflow:
         if self.setup_error:
             raise ApplicationError(self.setup_error, type="InvalidSessionInput", non_retryable=True)
         self.hands_over_anywhere = workflow.patched(HAND_OVER_ANYWHERE)
+        # Asked before any local activity: a replay must meet the markers in the order they were made.
+        publishes_and_verifies = workflow.patched(PUBLISH_AND_VERIFY)
         if self.hands_over_anywhere and workflow.info().continued_run_id is None:
             await self.check_tool_names()
+        if publishes_and_verifies:
+            await self.learn_environment()
         try:
             if self.in_turn:  # this run continues a turn the previous run was in
                 await self.guarded(self.run_turn(resumed=True))
@@ -201,9 +221,37 @@ class AgentWorkflow:
         except asyncio.CancelledError:
             self.close("cancelled through Temporal")
             raise
-        # Let Update handlers that are still replying finish before the run ends.
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        await self.let_in_flight_work_finish()
         return SessionSummary(reason=self.closed_reason or "closed", turns=self.turn, last_answer=self.last_answer)
+
+    async def let_in_flight_work_finish(self) -> None:
+        """Update handlers still replying, and notifications still being sent, finish before the
+        run ends. An activity that completes while the closing task is in flight makes Temporal
+        fail that task (UnhandledCommand), which aborts any Update it carried: a person's cancel
+        would come back as an error."""
+        if workflow.patched(CLOSE_AFTER_NOTIFICATIONS):
+            await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
+        else:
+            await workflow.wait_condition(workflow.all_handlers_finished)
+
+    async def learn_environment(self) -> None:
+        """Which search attributes to publish and which keys sign decisions, as this run's
+        worker knows them (recorded, so a replay sees the same). A verified session that
+        no key could ever satisfy is refused at once rather than left waiting for ever."""
+        facts = await workflow.execute_local_activity(
+            "session_environment", self.config.verified_decisions, result_type=SessionFacts,
+            start_to_close_timeout=timedelta(seconds=10), summary="search attributes and decision keys",
+        )
+        if facts.trusted_keys:
+            self.verifier.trusted_keys = facts.trusted_keys
+        if self.verifier.required and not self.verifier.trusted_keys:
+            raise ApplicationError(
+                "invalid session input: verified_decisions needs a worker that trusts the API's signing key "
+                "(HITL_TRUSTED_KEYS, or the key file the API creates; see README)",
+                type="InvalidSessionInput", non_retryable=True,
+            )
+        self.publisher.start(facts.registered_search_attributes)
+        self.publish()
 
     async def check_tool_names(self) -> None:
         """Rules that name an unknown tool are refused, judged by the worker's catalog as the
@@ -272,6 +320,7 @@ class AgentWorkflow:
                                                 "step": self.steps, "tools": [c.name for c in reply.tool_calls]})
             if not reply.tool_calls:
                 self.last_answer = reply.content or ""
+                self.event_log.add("answer", workflow.now(), text=self.last_answer)
                 break
             self.step = Step(plans=plan_reply(reply, self.offered, self.config))
             for plan in self.step.plans:
@@ -406,6 +455,7 @@ class AgentWorkflow:
         for message in self.inbox:
             self.append(ChatMessage(role="user", content=message.text))
             self.speaker = message.by
+            self.event_log.add("message", workflow.now(), text=message.text, by=message.by)
         self.inbox.clear()
         self.interrupt_requested = False
 
@@ -415,6 +465,7 @@ class AgentWorkflow:
 
     def add_tool_result(self, call_id: str, text: str) -> None:
         self.append(self.conversation.tool_result(call_id, text))
+        self.event_log.add("tool_result", workflow.now(), call_id=call_id, content=text)
 
     # ------------------------------------------------------ continue-as-new
 
@@ -446,11 +497,13 @@ class AgentWorkflow:
         Handlers and notifications still in flight finish first: Temporal
         drops an activity's result once its run has ended.
         """
+        self.handing_over = True  # Updates waiting for the session to settle answer now
         await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
         carried = shrink_to_fit(self.carry(), self.conversation)
         if carried is None:
             workflow.logger.warning("too much waits for people to hand over now; trying again once it settles")
             self.hand_over_blocked = True
+            self.handing_over = False
             return
         workflow.continue_as_new(self.config.model_copy(update={"carried": carried.model_dump(mode="json")}))
 
@@ -464,6 +517,7 @@ class AgentWorkflow:
             last_answer=self.last_answer, speaker=self.speaker, in_turn=self.in_turn, steps=self.steps,
             error=self.error, interrupt_requested=self.interrupt_requested, step=self.step, pauses=self.pauses,
             used_call_ids=self.used_call_ids, cancel_reason=self.cancel_reason, idle_until=self.idle_until,
+            events=self.event_log.carried(), verifier=self.verifier,
         )
 
     def resume(self, carried: CarriedState) -> None:
@@ -479,6 +533,10 @@ class AgentWorkflow:
         self.in_turn, self.step, self.pauses = carried.in_turn, carried.step, carried.pauses
         self.interrupt_requested, self.cancel_reason = carried.interrupt_requested, carried.cancel_reason
         self.used_call_ids, self.idle_until = list(carried.used_call_ids), carried.idle_until
+        self.event_log = carried.events or EventLog()
+        self.settled_event = self.event_log.last_id
+        if carried.verifier is not None:
+            self.verifier = carried.verifier
         if self.pauses.is_waiting():
             self.state = "awaiting_human"
         elif self.in_turn or self.inbox:
@@ -514,6 +572,7 @@ class AgentWorkflow:
             item.fields = [f.model_dump(exclude_none=True) for f in question.fields] if question.fields else None
         self.pauses.request(item)
         self.record("requested", item.call_id, item.tool, item.args_sha256, by=self.speaker, rule=kind)
+        self.event_log.add("pause_opened", now, **compact_item(item, now))
         self.notify("requested", item)
 
     async def wait_for_people(self) -> None:
@@ -625,7 +684,7 @@ class AgentWorkflow:
 
     @workflow.update
     def user_message_update(self, payload: RawValue) -> dict[str, Any]:
-        return self.update_or_fail(payload, self.receive_message)
+        return self.update_or_fail("user_message", payload, self.receive_message)
 
     @user_message_update.validator
     def check_user_message(self, payload: RawValue) -> None:
@@ -637,7 +696,7 @@ class AgentWorkflow:
 
     @workflow.update
     def approve_update(self, payload: RawValue) -> dict[str, Any]:
-        return self.update_or_fail(payload, self.approve_call)
+        return self.update_or_fail("approve", payload, self.approve_call)
 
     @approve_update.validator
     def check_approve(self, payload: RawValue) -> None:
@@ -649,7 +708,7 @@ class AgentWorkflow:
 
     @workflow.update
     def reject_update(self, payload: RawValue) -> dict[str, Any]:
-        return self.update_or_fail(payload, self.reject_call)
+        return self.update_or_fail("reject", payload, self.reject_call)
 
     @reject_update.validator
     def check_reject(self, payload: RawValue) -> None:
@@ -661,7 +720,7 @@ class AgentWorkflow:
 
     @workflow.update
     def answer_update(self, payload: RawValue) -> dict[str, Any]:
-        return self.update_or_fail(payload, self.answer_call)
+        return self.update_or_fail("answer", payload, self.answer_call)
 
     @answer_update.validator
     def check_answer(self, payload: RawValue) -> None:
@@ -673,28 +732,104 @@ class AgentWorkflow:
 
     @workflow.update
     def cancel_update(self, payload: RawValue) -> dict[str, Any]:
-        return self.update_or_fail(payload, self.request_cancel)
+        return self.update_or_fail("cancel", payload, self.request_cancel)
 
     @cancel_update.validator
     def check_cancel(self, payload: RawValue) -> None:
         self.validate(payload, self.parse_cancel)
 
+    @workflow.signal
+    def claim(self, payload: RawValue) -> None:
+        self.signal_or_record("claim", payload, self.claim_call)
+
+    @workflow.update
+    def claim_update(self, payload: RawValue) -> dict[str, Any]:
+        return self.update_or_fail("claim", payload, self.claim_call)
+
+    @claim_update.validator
+    def check_claim(self, payload: RawValue) -> None:
+        self.validate(payload, lambda value: self.judge_claim("claim", value))
+
+    @workflow.signal
+    def release(self, payload: RawValue) -> None:
+        self.signal_or_record("release", payload, self.release_call)
+
+    @workflow.update
+    def release_update(self, payload: RawValue) -> dict[str, Any]:
+        return self.update_or_fail("release", payload, self.release_call)
+
+    @release_update.validator
+    def check_release(self, payload: RawValue) -> None:
+        self.validate(payload, lambda value: self.judge_claim("release", value))
+
+    @workflow.update
+    async def wait_until_settled(self, payload: RawValue) -> dict[str, Any]:
+        """Answers once the session stops running (a pause, an answer, closed) after the event
+        id `after_event` (default 0: the first turn), so a caller gets the outcome of its
+        message in one request. It also answers, still running, when the run hands over to
+        a new one (continue-as-new): the caller asks again."""
+        try:
+            request = decoded(payload) or {}
+            after = int(request.get("after_event", 0)) if isinstance(request, dict) else 0
+        except (Refusal, TypeError, ValueError, OverflowError):
+            after = 0
+        await workflow.wait_condition(
+            lambda: (self.state != "running" and self.settled_event > after) or self.handing_over
+        )
+        return {"status": self.status(), "pending": self.pending(), "event": self.event_log.last_id}
+
     def approve_call(self, payload: Any) -> dict[str, Any]:
-        return self.apply(self.decide("approve", payload))
+        return self.decide_and_apply("approve", payload)
 
     def reject_call(self, payload: Any) -> dict[str, Any]:
-        return self.apply(self.decide("reject", payload))
+        return self.decide_and_apply("reject", payload)
 
     def answer_call(self, payload: Any) -> dict[str, Any]:
-        return self.apply(self.decide("answer", payload))
+        return self.decide_and_apply("answer", payload)
 
-    def decide(self, verb: str, payload: Any) -> Verdict:
-        """The one rule book for decisions, shared by signals and Update validators."""
+    def refuse_if_closing(self) -> None:
         if self.state == "closed":
             raise Refusal("the session is closed")
         if self.cancel_reason is not None:
             raise Refusal("the session is being cancelled; no decision is accepted")
-        return self.pauses.decide(parse_decision(verb, payload), CATALOG, workflow.now())
+
+    def proven(self, decision: DecisionBase) -> tuple[Any, SpentProof | None]:
+        """On a verified session, the decision as its proof says it was made (see workflows/identity.py)."""
+        return self.verifier.check(decision, workflow.info().workflow_id, self.pauses.open, workflow.now())
+
+    def decide(self, verb: str, payload: Any) -> tuple[Verdict, SpentProof | None]:
+        """The one rule book for decisions, shared by signals and Update validators."""
+        self.refuse_if_closing()
+        decision, proof = self.proven(parse_decision(verb, payload))
+        return self.pauses.decide(decision, CATALOG, workflow.now()), proof
+
+    def decide_and_apply(self, verb: str, payload: Any) -> dict[str, Any]:
+        verdict, proof = self.decide(verb, payload)
+        self.verifier.spend(proof, workflow.now())
+        return self.apply(verdict)
+
+    def judge_claim(self, verb: str, payload: Any) -> tuple[ClaimVerdict, SpentProof | None]:
+        self.refuse_if_closing()
+        request, proof = self.proven(parse_decision(verb, payload))
+        now = workflow.now()
+        verdict = self.pauses.claim(request, now) if isinstance(request, Claim) else self.pauses.release(request, now)
+        return verdict, proof
+
+    def claim_call(self, payload: Any) -> dict[str, Any]:
+        return self.hold("claim", payload)
+
+    def release_call(self, payload: Any) -> dict[str, Any]:
+        return self.hold("release", payload)
+
+    def hold(self, verb: str, payload: Any) -> dict[str, Any]:
+        verdict, proof = self.judge_claim(verb, payload)
+        self.verifier.spend(proof, workflow.now())
+        item = self.pauses.hold(verdict)
+        until = item.claim_until.isoformat() if item.claim_until else None
+        self.record("claimed" if until else "released", item.call_id, item.tool, item.args_sha256, by=verdict.by)
+        self.event_log.add("claimed" if until else "released", workflow.now(), call_id=item.call_id, by=verdict.by, until=until)
+        self.publish()
+        return {"accepted": True, "call_id": item.call_id, "claimed_by": item.claimed_by, "claim_until": until}
 
     def apply(self, verdict: Verdict) -> dict[str, Any]:
         self.pauses.apply(verdict)
@@ -702,6 +837,9 @@ class AgentWorkflow:
             item = next(item for item in self.pauses.open if item.call_id == verdict.call_id)
             self.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by,
                         comment=verdict.comment, rule=verdict.rule)
+            self.event_log.add("vote", workflow.now(), call_id=item.call_id, by=verdict.by,
+                               approvals=list(item.approvals), required_approvals=item.required_approvals)
+            self.publish()
             return {"accepted": True, "call_id": verdict.call_id, "outcome": "awaiting_more_approvals",
                     "approvals": item.approvals, "required_approvals": item.required_approvals}
         self.record_settlement(verdict)
@@ -730,7 +868,8 @@ class AgentWorkflow:
         self.inbox.append(message)
         if message.interrupt and self.state == "running":
             self.interrupt_requested = True
-        return {"accepted": True, "turn": self.turn, "state": self.state, "interrupting": self.interrupt_requested}
+        return {"accepted": True, "turn": self.turn, "state": self.state, "interrupting": self.interrupt_requested,
+                "event": self.event_log.last_id}
 
     def parse_cancel(self, payload: Any) -> CancelRequest:
         if self.state == "closed" or self.cancel_reason is not None:
@@ -765,24 +904,33 @@ class AgentWorkflow:
         )
         fields = value if isinstance(value, dict) else {}
         self.record("refused", _recorded(fields.get("call_id")), by=_recorded(fields.get("by")), reason=reason, signal=signal)
+        self.event_log.add("refused", workflow.now(), signal=signal, reason=reason)
 
     @staticmethod
     def validate(payload: RawValue, check: Callable[[Any], Any]) -> None:
         """An Update's validator: the rejection quotes at most a few hundred bytes of what was sent."""
         try:
             check(decoded(payload))
+        except ProofRefusal:
+            return  # accepted only to be refused by the handler, so that the attempt is audited
         except Refusal as refusal:
             raise Refusal(clip(str(refusal), RECORDED_BYTES * 4)) from None
         except Exception as error:
             raise Refusal(f"internal error: {type(error).__name__}: {clip(str(error), RECORDED_BYTES)}") from None
 
-    @staticmethod
-    def update_or_fail(payload: RawValue, handle: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    def update_or_fail(self, name: str, payload: RawValue, handle: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+        """Validators refuse most bad Updates before they are recorded; what reaches a handler and
+        is refused (a decision without a valid proof, always) is audited like a refused signal."""
+        value: Any = None
         try:
-            return handle(decoded(payload))
-        except Refusal as refusal:  # the validator normally refuses first; this is a backstop
+            value = decoded(payload)
+            return handle(value)
+        except Refusal as refusal:
+            self.record_refusal(name, value, str(refusal))
             raise ApplicationError(clip(str(refusal), RECORDED_BYTES * 4), type="Refusal", non_retryable=True) from None
         except Exception as error:
+            workflow.logger.exception("Update %s could not be handled", name)
+            self.record_refusal(name, value, f"internal error: {type(error).__name__}")
             raise ApplicationError(f"internal error: {type(error).__name__}", type="Refusal", non_retryable=True) from None
 
     # ---------------------------------------------------------------- queries
@@ -836,6 +984,11 @@ class AgentWorkflow:
         events = [event.model_dump(mode="json") for event in self.audit_trail]
         return self.page(events, self.audit_offset, request, "events")
 
+    @workflow.query(name="events")
+    def events_after(self, request: EventsRequest | None = None) -> dict[str, Any]:
+        """The session's events after an id (see workflows/events.py): what live clients follow."""
+        return self.event_log.page(request or EventsRequest())
+
     @workflow.query
     def model_context(self, reference: ConversationRef) -> ModelRequest:
         """What the model activity sends: the system prompt, the tools and the messages a
@@ -876,7 +1029,12 @@ class AgentWorkflow:
 
     def set_state(self, state: SessionState) -> None:
         """The state, and what an operator reads in the Temporal UI: names and times, no content."""
+        if state != self.state:
+            self.event_log.add("state", workflow.now(), state=state)
+            if state != "running":
+                self.settled_event = self.event_log.last_id
         self.state = state
+        self.publish()
         waiting = ", ".join(f"{item.kind} of {item.tool} ({item.call_id})" for item in self.pauses.open)
         detail = {
             "running": f"running turn {self.turn}, step {self.steps}",
@@ -885,6 +1043,10 @@ class AgentWorkflow:
             "closed": f"closed: {self.closed_reason}",
         }[state]
         workflow.set_current_details(detail)
+
+    def publish(self) -> None:
+        """Search attributes and memo for inboxes (workflows/visibility.py), when they change."""
+        self.publisher.publish(self.state, self.pauses.open, workflow.now())
 
     def system_prompt(self) -> str:
         return self.config.system_prompt or DEFAULT_SYSTEM_PROMPT
@@ -899,6 +1061,10 @@ class AgentWorkflow:
         self.set_state("closed")
 
     def record_settlement(self, settlement: Settlement) -> None:
+        self.event_log.add(
+            "pause_settled", settlement.at, call_id=settlement.call_id, tool=settlement.tool, outcome=settlement.outcome,
+            by=settlement.by, reason=settlement.result if settlement.outcome not in ("approved", "edited") else None,
+        )
         workflow.logger.info("decision", extra={
             "session": workflow.info().workflow_id, "turn": self.turn, "step": self.steps, "call": settlement.call_id,
             "tool": settlement.tool, "outcome": settlement.outcome, "by": settlement.by,

@@ -20,6 +20,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from workflows.conversation import ChatMessage, Conversation
+from workflows.events import EventLog
+from workflows.identity import Verifier
 from workflows.limits import AUDIT_CARRIED, CARRY_BUDGET_BYTES, json_size
 from workflows.pauses import Pauses
 from workflows.planning import PlannedCall
@@ -68,6 +70,8 @@ class CarriedState(BaseModel):
     used_call_ids: list[str] = Field(default_factory=list)
     cancel_reason: str | None = None
     idle_until: datetime | None = None
+    events: EventLog | None = None
+    verifier: Verifier | None = None
 
 
 def fits(carried: CarriedState) -> bool:

@@ -22,6 +22,7 @@ MAX_DURATION_SECONDS = 366 * 86400  # timeouts, reminders, remembered decisions:
 MIN_REMINDER_SECONDS = 1.0
 MAX_RULE_ENTRIES = 100  # tools or people named in one rule list
 
+MAX_PROOF_BYTES = 2_000  # a decision proof (workflows/proofs.py)
 RECORDED_BYTES = 300  # how much of a refused value the audit keeps
 MODEL_WINDOW_BYTES = 400_000  # messages sent to the model per call: ~100k tokens, under the 512 KB payload warning
 CARRY_BUDGET_BYTES = 1_500_000  # what a run hands the next one when it continues as new
@@ -66,3 +67,4 @@ Note = Annotated[str, AfterValidator(_at_most(MAX_NOTE_BYTES))]
 Text = Annotated[str, Field(min_length=1), AfterValidator(_at_most(MAX_TEXT_BYTES))]
 Seconds = Annotated[float, Field(gt=0, le=MAX_DURATION_SECONDS, allow_inf_nan=False)]
 ReminderSeconds = Annotated[float, Field(ge=MIN_REMINDER_SECONDS, le=MAX_DURATION_SECONDS, allow_inf_nan=False)]
+Proof = Annotated[str, AfterValidator(_at_most(MAX_PROOF_BYTES))]

@@ -16,13 +16,15 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from workflows.conversation import answer_as_tool_result
 from workflows.forms import MAX_ANSWER, check_answer, describe_validation_error
-from workflows.limits import MAX_ARGUMENT_BYTES, MAX_TEXT_BYTES, Name, Note, utf8_size, within_json_bytes
+from workflows.limits import MAX_ARGUMENT_BYTES, MAX_TEXT_BYTES, Name, Note, Proof, utf8_size, within_json_bytes
 from workflows.rules import Remember, args_sha256
 
 if TYPE_CHECKING:
     from activities.tools.catalog import ToolCatalog
 
 PauseKind = Literal["approval", "question", "review"]
+DEFAULT_CLAIM_SECONDS = 900.0
+MAX_CLAIM_SECONDS = 86400.0
 Outcome = Literal[
     "approved", "edited", "rejected", "answered", "declined", "timed_out", "moved_on", "cancelled"
 ]
@@ -53,6 +55,14 @@ class PendingCall(BaseModel):
     four_eyes: bool = False
     remind_at: datetime | None = None
     escalate_at: datetime | None = None
+    claimed_by: str | None = None
+    claim_until: datetime | None = None
+
+    def claimant(self, now: datetime) -> str | None:
+        """Who holds the item now; a claim past its time holds nothing."""
+        if self.claimed_by is None or self.claim_until is None or self.claim_until <= now:
+            return None
+        return self.claimed_by
 
     def view(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True, exclude={"four_eyes"})
@@ -66,15 +76,18 @@ EditedArgs = Annotated[dict[str, Any], AfterValidator(within_json_bytes(MAX_ARGU
 AnyValue = Annotated[Any, AfterValidator(within_json_bytes(MAX_TEXT_BYTES))]
 
 
-class _Decision(BaseModel):
+class DecisionBase(BaseModel):
+    """What every decision says: which call, who, what the person saw, and on verified sessions a proof."""
+
     model_config = ConfigDict(extra="forbid")
 
     call_id: Name | None = None
     by: Name | None = None
     expected_args_sha256: Name | None = None
+    proof: Proof | None = None
 
 
-class Approve(_Decision):
+class Approve(DecisionBase):
     verb: ClassVar[str] = "approve"
     args: EditedArgs | None = None
     result: AnyValue = None
@@ -82,18 +95,31 @@ class Approve(_Decision):
     remember: Remember | None = None
 
 
-class Reject(_Decision):
+class Reject(DecisionBase):
     verb: ClassVar[str] = "reject"
     reason: Note | None = None
 
 
-class Answer(_Decision):
+class Answer(DecisionBase):
     verb: ClassVar[str] = "answer"
     answer: Annotated[str | int | float | bool | dict[str, Any] | list[Any], AfterValidator(within_json_bytes(MAX_TEXT_BYTES))]
 
 
+class Claim(DecisionBase):
+    """Take an item so that nobody else decides it meanwhile."""
+
+    verb: ClassVar[str] = "claim"
+    for_seconds: Annotated[float, Field(gt=0, le=MAX_CLAIM_SECONDS, allow_inf_nan=False)] = DEFAULT_CLAIM_SECONDS
+
+
+class Release(DecisionBase):
+    verb: ClassVar[str] = "release"
+
+
 Decision = Union[Approve, Reject, Answer]
-DECISION_TYPES: dict[str, type[Decision]] = {"approve": Approve, "reject": Reject, "answer": Answer}
+DECISION_TYPES: dict[str, type[Decision | Claim | Release]] = {
+    "approve": Approve, "reject": Reject, "answer": Answer, "claim": Claim, "release": Release,
+}
 
 
 class Settlement(BaseModel):
@@ -128,7 +154,17 @@ class Vote(BaseModel):
 Verdict = Union[Settlement, Vote]
 
 
-def parse_decision(verb: str, payload: Any) -> Decision:
+class ClaimVerdict(BaseModel):
+    call_id: str
+    by: str
+    until: datetime | None
+
+
+def _iso(moment: datetime | None) -> str:
+    return moment.isoformat() if moment else "?"
+
+
+def parse_decision(verb: str, payload: Any) -> Decision | Claim | Release:
     if verb == "answer" and not isinstance(payload, dict) and payload is not None:
         payload = {"answer": payload}  # `--input '"Shanghai"'` answers the one pending question
     try:
@@ -157,6 +193,9 @@ class Pauses(BaseModel):
     def decide(self, decision: Decision, catalog: ToolCatalog, now: datetime) -> Verdict:
         """Check a decision against every rule and say what it would do."""
         item = self._target(decision)
+        holder = item.claimant(now)
+        if holder is not None and holder != decision.by:
+            raise Refusal(f"{item.call_id} is claimed by {holder} until {_iso(item.claim_until)}")
         if decision.expected_args_sha256 and decision.expected_args_sha256 != item.args_sha256:
             raise Refusal(
                 f"stale decision: {item.call_id}'s arguments are now {item.args_sha256}, "
@@ -250,6 +289,33 @@ class Pauses(BaseModel):
             if decision.by == item.requested_by:
                 raise Refusal(f"four-eyes rule: {decision.by} asked for this call and cannot approve it")
 
+    def claim(self, decision: Claim, now: datetime) -> ClaimVerdict:
+        """Who may take an item is who may decide it; a live claim of someone else's stands."""
+        item = self._target(decision)
+        if decision.by is None:
+            raise Refusal(f"say who you are (by) to claim {item.call_id}")
+        if item.kind != "question" and item.approvers is not None and decision.by not in item.approvers:
+            raise Refusal(f"{decision.by} may not decide {item.tool}; approvers: {', '.join(item.approvers)}")
+        holder = item.claimant(now)
+        if holder is not None and holder != decision.by:
+            raise Refusal(f"{item.call_id} is claimed by {holder} until {_iso(item.claim_until)}")
+        return ClaimVerdict(call_id=item.call_id, by=decision.by, until=now + timedelta(seconds=decision.for_seconds))
+
+    def release(self, decision: Release, now: datetime) -> ClaimVerdict:
+        item = self._target(decision)
+        holder = item.claimant(now)
+        if holder is None:
+            raise Refusal(f"{item.call_id} is not claimed")
+        if holder != decision.by:
+            raise Refusal(f"{item.call_id} is claimed by {holder}; only they can release it")
+        return ClaimVerdict(call_id=item.call_id, by=holder, until=None)
+
+    def hold(self, verdict: ClaimVerdict) -> PendingCall:
+        """Apply a claim (or, with no `until`, its release)."""
+        item = next(item for item in self.open if item.call_id == verdict.call_id)
+        item.claimed_by, item.claim_until = (verdict.by, verdict.until) if verdict.until else (None, None)
+        return item
+
     def apply(self, verdict: Verdict) -> None:
         if isinstance(verdict, Settlement):
             self.settle(verdict)
@@ -281,7 +347,7 @@ class Pauses(BaseModel):
     def collect(self, call_id: str) -> Settlement:
         return self.settled.pop(call_id)
 
-    def _target(self, decision: Decision) -> PendingCall:
+    def _target(self, decision: Decision | Claim | Release) -> PendingCall:
         verb = decision.verb
         if decision.call_id is None:
             if not self.open:

@@ -49,3 +49,11 @@ class Notification(BaseModel):
     item: dict[str, Any]
     to: list[str]
     at: datetime
+
+
+class SessionFacts(BaseModel):
+    """What a run learns from its worker when it starts (a recorded local activity):
+    which search attributes the server has registered, and which keys sign decisions."""
+
+    registered_search_attributes: list[str] = []
+    trusted_keys: dict[str, str] = {}

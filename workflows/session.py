@@ -36,7 +36,8 @@ class CancelRequest(BaseModel):
 
 
 AuditEventKind = Literal[
-    "requested", "approved", "rejected", "answered", "edited", "refused", "timed_out", "auto_approved", "cancelled"
+    "requested", "approved", "rejected", "answered", "edited", "refused", "timed_out", "auto_approved", "cancelled",
+    "claimed", "released",
 ]
 
 
@@ -68,6 +69,8 @@ class SessionInput(DecisionRules):
     answer_timeout_seconds: Seconds = 86400
     idle_timeout_seconds: Seconds = 7 * 86400
     continue_as_new_after_events: int = Field(default=10_000, ge=20, le=40_000)
+    # Decisions count only with a proof the API signed for the person (workflows/identity.py).
+    verified_decisions: bool = False
     # Set only by the session itself when it continues as new (see workflows/handover.py):
     # a start input that carries it is refused, so no caller can forge grants or history.
     carried: dict[str, Any] | None = None

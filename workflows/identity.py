@@ -1,0 +1,79 @@
+"""Who decided: on a session with `verified_decisions`, the person a proof names.
+
+A decision's `by` is whatever its sender typed, unless the session was started
+with verified decisions (the API does so by default). Then each approve,
+reject, answer, claim and release must carry a proof (workflows/proofs.py)
+that binds it to this session, this call, this verb and these arguments; the
+proof's person becomes `by`, and each proof counts once.
+
+The trusted public keys reach the workflow through a local activity's recorded
+result, so a replay checks the same proofs against the same keys.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Sequence, TypeVar
+
+from pydantic import BaseModel, Field
+
+from workflows.pauses import Approve, DecisionBase, PendingCall, Refusal
+from workflows.proofs import FRESH_FOR, ProofError, verify_decision
+from workflows.rules import args_sha256
+
+SPENT_KEPT = 5_000
+
+Checked = TypeVar("Checked", bound=DecisionBase)
+
+
+class ProofRefusal(Refusal):
+    """A decision without a valid proof on a verified session: refused, and always audited."""
+
+
+class SpentProof(BaseModel):
+    nonce: str
+    issued_at: int
+
+
+class Verifier(BaseModel):
+    """The session's trusted keys and the proofs it has already accepted (both carried over)."""
+
+    required: bool = False
+    trusted_keys: dict[str, str] = Field(default_factory=dict)
+    spent: list[SpentProof] = Field(default_factory=list)
+
+    def check(self, decision: Checked, session_id: str, items: Sequence[PendingCall], now: datetime) -> tuple[Checked, SpentProof | None]:
+        """The decision as the proof says it was made (its person as `by`), or a ProofRefusal."""
+        if not self.required:
+            return decision, None
+        if decision.proof is None:
+            raise ProofRefusal(
+                "this session accepts only verified decisions (made through the API): this one carries no proof"
+            )
+        try:
+            claims = verify_decision(decision.proof, self.trusted_keys, now)
+        except ProofError as error:
+            raise ProofRefusal(str(error)) from None
+        if claims.session_id != session_id:
+            raise ProofRefusal("the proof was made for another session")
+        if claims.action != decision.verb:
+            raise ProofRefusal(f"the proof was made to {claims.action}, not to {decision.verb}")
+        if decision.call_id not in (None, claims.call_id):
+            raise ProofRefusal(f"the proof was made for call {claims.call_id}, not {decision.call_id}")
+        item = next((item for item in items if item.call_id == claims.call_id), None)
+        if item is not None:
+            edited = decision.args if isinstance(decision, Approve) else None
+            expected = args_sha256(edited) if edited is not None else item.args_sha256
+            if claims.args_sha256 != expected:
+                raise ProofRefusal("the proof was made for other arguments than these")
+        if any(spent.nonce == claims.nonce for spent in self.spent):
+            raise ProofRefusal("this proof was already used")
+        proven = decision.model_copy(update={"by": claims.by, "call_id": claims.call_id})
+        return proven, SpentProof(nonce=claims.nonce, issued_at=claims.issued_at)
+
+    def spend(self, proof: SpentProof | None, now: datetime) -> None:
+        """Remember a used proof for as long as it could still pass as fresh."""
+        if proof is None:
+            return
+        horizon = (now - 2 * FRESH_FOR - timedelta(minutes=1)).timestamp()
+        self.spent = [spent for spent in self.spent if spent.issued_at >= horizon][-SPENT_KEPT:] + [proof]
