@@ -74,8 +74,7 @@ from workflows.session import (
 with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
     # the workflow sees the tools the worker registered, not a fresh copy.
-    from activities.tools import CATALOG
-    from activities.tools.builtin import question_of
+    from catalog import CATALOG, question_of
 
 # No attempt limit: a worker that dies mid-call is retried for as long as it
 # takes. The activities count their own failures and make them final (see
@@ -506,6 +505,8 @@ class AgentWorkflow:
             four_eyes=rules.four_eyes and decided_by_approvers,
             remind_at=deadline_after(now, rules.remind_after_seconds),
             escalate_at=deadline_after(now, rules.escalate_after_seconds) if decided_by_approvers else None,
+            destructive=plan.destructive if kind == "approval" else None,
+            input_schema=plan.input_schema if kind == "approval" else None,
         )
         if kind == "question":
             question = question_of(plan.args)
