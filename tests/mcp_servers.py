@@ -62,13 +62,13 @@ def git_server(repo: Path, **extra: Any) -> dict[str, Any]:
 def block_commits(repo: Path, folder: Path) -> tuple[Path, Path]:
     """A pre-commit hook that holds every commit until `release` exists (at most 60 s).
 
-    It writes the hook's own pid and its parent's (the git server, which runs
-    hooks itself) to `inside` first, so a test knows the call is mid-flight and
-    whom to kill."""
+    Each run appends a line to `inside` with the hook's own pid and its
+    parent's (the git server, which runs hooks itself), so a test knows the
+    call is mid-flight, whom to kill, and how many times a commit was tried."""
     inside, release = folder / "inside-commit", folder / "release-commit"
     hook = repo / ".git" / "hooks" / "pre-commit"
     hook.write_text(f"""#!/bin/sh
-echo "$$ $PPID" > {inside}.tmp && mv {inside}.tmp {inside}
+echo "$$ $PPID" >> {inside}
 for i in $(seq 600); do [ -e {release} ] && exit 0; sleep 0.1; done
 exit 1
 """)

@@ -61,6 +61,7 @@ class ServerConnection:
         self._refresh = False
         self._closing = False
         self._task: asyncio.Task[None] | None = None
+        self._lost = asyncio.Event()  # set when the current session has ended
 
     async def start(self, wait_seconds: float = CONNECT_SECONDS) -> bool:
         """Start supervising; True when the first session is up within `wait_seconds`."""
@@ -85,9 +86,11 @@ class ServerConnection:
     async def call(self, tool: str, args: dict[str, Any], on_sent: Callable[[], None], wait_seconds: float) -> types.CallToolResult:
         """Call a tool on the shared session. `on_sent` runs just before the request leaves."""
         session = await self._session_within(wait_seconds)
+        lost = self._lost
         on_sent()
         try:
-            return await session.call_tool(tool, args, read_timeout_seconds=timedelta(seconds=self.entry.timeout_seconds))
+            return await _unless(lost, session.call_tool(
+                tool, args, read_timeout_seconds=timedelta(seconds=self.entry.timeout_seconds)))
         except McpError as error:
             if error.error.code in (types.CONNECTION_CLOSED, httpx.codes.REQUEST_TIMEOUT):
                 self.mark_broken(error.error.message)
@@ -102,6 +105,8 @@ class ServerConnection:
                 raise CallInterrupted(f"the connection to the server broke ({type(error).__name__})") from None
             raise
 
+    # A session's end is noticed by the supervisor (a failed ping, a dead process);
+    # calls in flight on it then fail at once rather than wait for their timeout.
     def mark_broken(self, why: str) -> None:
         if self._session is not None:
             self.last_error = why
@@ -135,6 +140,7 @@ class ServerConnection:
             finally:
                 self._session = None
                 self._ready.clear()
+                self._lost.set()
                 self._attempted.set()
             if not self._closing:
                 await self._sleep(BACKOFF_SECONDS[min(failures, len(BACKOFF_SECONDS) - 1)])
@@ -146,6 +152,7 @@ class ServerConnection:
             await asyncio.wait_for(session.initialize(), CONNECT_SECONDS)
             await self._list_tools(session)
             self._broken = False
+            self._lost = asyncio.Event()
             self._session = session
             self.sessions_opened += 1
             self.last_error = None
@@ -201,6 +208,21 @@ class ServerConnection:
             return False
         finally:
             self._wake.clear()
+
+
+async def _unless(lost: asyncio.Event, call: Any) -> Any:
+    """The call's result, or CallInterrupted as soon as its session is lost."""
+    task = asyncio.ensure_future(call)
+    watch = asyncio.ensure_future(lost.wait())
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+        if not task.done():
+            task.cancel()
+    if not task.done() or task.cancelled():
+        raise CallInterrupted("the connection to the server was lost mid-call")
+    return task.result()
 
 
 class _FirstTwo:
