@@ -22,7 +22,7 @@ from workflows.agent import AgentWorkflow
 
 async def test_read_only_tools_run_and_a_commit_runs_once_when_approved(env: WorkflowEnvironment, workspace: Path, tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    async with mcp_agent(env.client, workspace, {"git": git_server(repo)}) as (agent, fake, _):
+    async with mcp_agent(env.client, workspace, {"git": git_server(repo)}) as (agent, fake, toolbox):
         where = {"repo_path": str(repo)}
         fake.script(
             tool_calls(("status", "mcp__git__git_status", where), ("log", "mcp__git__git_log", where)),
@@ -45,6 +45,7 @@ async def test_read_only_tools_run_and_a_commit_runs_once_when_approved(env: Wor
         assert subjects(repo) == ["Add notes", "first commit"]
         assert tool_results(fake)["commit"].startswith("Changes committed successfully")
         assert [e["event"] for e in await query(session, "audit") if e["tool"] == "mcp__git__git_commit"] == ["requested", "approved"]
+        assert toolbox.connections["git"].sessions_opened == 1  # one server process served every call
 
 
 async def test_a_rejected_commit_does_not_run_and_edited_arguments_must_fit_the_schema(

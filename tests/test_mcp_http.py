@@ -1,5 +1,6 @@
 """A second real server, mcp-server-time, reached over streamable HTTP next to the stdio git
-server: its read-only tools run without asking, a changed tool list reaches new sessions,
+server: its read-only tools run without asking, a changed tool list reaches new sessions (and
+running ones at their next model call),
 and a server that stays down is a clear error for the model, not a stuck session."""
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ async def test_a_changed_tool_list_reaches_new_sessions(env: WorkflowEnvironment
     async with TimeOverHttp() as time_server:
         time_server.hidden.add("convert_time")
         async with mcp_agent(env.client, workspace, {"time": {"url": time_server.url}}) as (agent, fake, _):
-            fake.script(text("hello"), text("hello again"))
+            fake.script(text("hello"), text("hello again"), text("and again"))
             before = await agent.start("hi")
             await settled(before)
             assert "mcp__time__convert_time" not in (await query(before, "status"))["tools"]
@@ -53,6 +54,10 @@ async def test_a_changed_tool_list_reaches_new_sessions(env: WorkflowEnvironment
             await settled(after)
             offered = [tool["function"]["name"] for tool in fake.requests[-1]["tools"]]
             assert "mcp__time__convert_time" in offered and "mcp__time__get_current_time" in offered
+            # The session started before the change offers it from its next model call on.
+            await before.execute_update("user_message_update", {"text": "and now?"})
+            await settled(before)
+            assert "mcp__time__convert_time" in [tool["function"]["name"] for tool in fake.requests[-1]["tools"]]
 
 
 async def test_a_server_that_stays_down_is_an_error_the_model_reads(
