@@ -12,6 +12,7 @@ from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from activities.tools import CATALOG
+from console.render import describe_item
 from settings import DATA_CONVERTER
 from tests.conftest import pending_items, query, refused_update, settled
 from tests.fake_openai import text, tool_calls
@@ -66,6 +67,7 @@ async def test_a_rejected_commit_does_not_run_and_edited_arguments_must_fit_the_
 
         items = await pending_items(session, 2)
         assert {i["call_id"]: i.get("destructive") for i in items} == {"c2": None, "reset": True}
+        assert "DESTRUCTIVE" in describe_item(next(i for i in items if i["call_id"] == "reset"))
         # Edited arguments are checked against the tool's own JSON schema, as for built-in tools.
         reason = await refused_update(session, "approve_update", {"call_id": "c2", "args": where})
         assert "edited args do not fit mcp__git__git_commit" in reason and "'message' is a required property" in reason
