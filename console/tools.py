@@ -43,9 +43,10 @@ async def list_tools(as_json: bool) -> int:
     if as_json:
         print_json({"tools": rows, "unreachable_servers": unreachable})
         return 0
-    width = max(len(row["name"]) for row in rows)
+    name_width = max(len(row["name"]) for row in rows)
+    approval_width = max(len(row["approval"]) for row in rows)
     for row in rows:
-        print(f"{row['name']:<{width}}  {row['approval']:<36}  {row['source']}")
+        print(f"{row['name']:<{name_width}}  {row['approval']:<{approval_width}}  {row['source']}")
     for line in unreachable:
         print(f"MCP server {line}: its tools are missing above")
     return 0

@@ -180,10 +180,14 @@ class TimeOverHttp:
             except Exception:  # a client that went away
                 self.sessions.discard(session)
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def stop(self) -> None:
+        """Stop serving and stop the real server (again: nothing happens)."""
         self.http.should_exit = True
         await self.serving
         await self.stack.aclose()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.stop()
 
 
 class _Asgi:

@@ -66,7 +66,7 @@ async def test_a_server_that_stays_down_is_an_error_the_model_reads(
     monkeypatch.setattr(toolbox, "READY_WAIT_SECONDS", 1.0)
     async with TimeOverHttp() as time_server:
         async with mcp_agent(env.client, workspace, {"time": {"url": time_server.url}}) as (agent, fake, _):
-            await time_server.__aexit__(None, None, None)  # the server goes away for good
+            await time_server.stop()  # the server goes away for good
             fake.script(tool_calls(("now", "mcp__time__get_current_time", {"timezone": "UTC"})), text("sorry"))
             session = await agent.start("what time is it?")
             status = await settled(session)
