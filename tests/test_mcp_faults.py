@@ -4,6 +4,7 @@ reached the server is never sent again (activities/mcp/toolbox.py, docs/mcp.md).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 from temporalio.testing import WorkflowEnvironment
 
 from activities.mcp import McpToolbox, parse_config
+from activities.mcp.connection import PING_EVERY_SECONDS, PING_TIMEOUT_SECONDS
 from activities.openai_backend import OpenAIBackend
 from tests.conftest import SECRET_KEY, Agent, pending_items, settled
 from tests.fake_openai import FakeOpenAI, text, tool_calls
@@ -99,3 +101,23 @@ async def test_a_worker_killed_mid_call_leaves_no_server_behind_and_the_commit_h
     assert "may or may not have taken effect" in tool_results(fake)["commit"]
     assert subjects(repo) == ["Add notes", "first commit"] and len(inside.read_text().splitlines()) == 1
     assert await gone(str(repo))
+
+
+async def test_a_slow_call_on_a_busy_stdio_server_is_not_taken_for_a_dead_one(
+    env: WorkflowEnvironment, workspace: Path, tmp_path: Path
+) -> None:
+    """mcp-server-git answers nothing, pings included, while a commit hook runs; the call is
+    left to finish rather than the server restarted under it."""
+    repo = make_repo(tmp_path)
+    inside, release = block_commits(repo, tmp_path)
+    async with mcp_agent(env.client, workspace, {"git": git_server(repo)}) as (agent, fake, toolbox):
+        fake.script(tool_calls(("commit", "mcp__git__git_commit", {"repo_path": str(repo), "message": "Slow"})), text("ok"))
+        session = await agent.start("commit")
+        await pending_items(session)
+        await session.execute_update("approve_update", {})
+        await wait_for_file(inside)
+        await asyncio.sleep(PING_EVERY_SECONDS + PING_TIMEOUT_SECONDS + 2)
+        release.touch()
+        await settled(session)
+        assert tool_results(fake)["commit"].startswith("Changes committed successfully")
+        assert subjects(repo) == ["Slow", "first commit"] and toolbox.connections["git"].sessions_opened == 1

@@ -62,6 +62,7 @@ class ServerConnection:
         self._closing = False
         self._task: asyncio.Task[None] | None = None
         self._lost = asyncio.Event()  # set when the current session has ended
+        self._in_flight = 0
 
     async def start(self, wait_seconds: float = CONNECT_SECONDS) -> bool:
         """Start supervising; True when the first session is up within `wait_seconds`."""
@@ -84,31 +85,40 @@ class ServerConnection:
             await asyncio.gather(self._task, return_exceptions=True)
 
     async def call(self, tool: str, args: dict[str, Any], on_sent: Callable[[], None], wait_seconds: float) -> types.CallToolResult:
-        """Call a tool on the shared session. `on_sent` runs just before the request leaves."""
+        """Call a tool on the shared session. `on_sent` runs just before the request leaves.
+
+        A call in flight when its session is lost (the supervisor noticed a
+        dead process or an unanswered ping) fails at once rather than at its
+        timeout; so does one whose own transport reports the break."""
         session = await self._session_within(wait_seconds)
         lost = self._lost
         on_sent()
+        self._in_flight += 1
         try:
             return await _unless(lost, session.call_tool(
                 tool, args, read_timeout_seconds=timedelta(seconds=self.entry.timeout_seconds)))
         except McpError as error:
-            if error.error.code in (types.CONNECTION_CLOSED, httpx.codes.REQUEST_TIMEOUT):
-                self.mark_broken(error.error.message)
+            if error.error.code == types.CONNECTION_CLOSED:
+                self._mark_broken(session, error.error.message)
                 raise CallInterrupted(error.error.message) from None
+            if error.error.code == httpx.codes.REQUEST_TIMEOUT:  # slow, not broken: the pings tell
+                raise CallInterrupted(f"no answer within {self.entry.timeout_seconds:g} s") from None
             raise  # the server answered with an error: its answer to this call
         except (OSError, httpx.HTTPError, EOFError) as error:
-            self.mark_broken(str(error))
+            self._mark_broken(session, str(error))
             raise CallInterrupted(f"{type(error).__name__}: {error}") from None
         except Exception as error:  # anyio's closed or broken streams when the process died mid-call
             if type(error).__module__.startswith("anyio"):
-                self.mark_broken(type(error).__name__)
+                self._mark_broken(session, type(error).__name__)
                 raise CallInterrupted(f"the connection to the server broke ({type(error).__name__})") from None
             raise
+        finally:
+            self._in_flight -= 1
 
-    # A session's end is noticed by the supervisor (a failed ping, a dead process);
-    # calls in flight on it then fail at once rather than wait for their timeout.
-    def mark_broken(self, why: str) -> None:
-        if self._session is not None:
+
+    def _mark_broken(self, session: ClientSession, why: str) -> None:
+        """Have the supervisor open a new session, unless it already replaced this one."""
+        if self._session is session:
             self.last_error = why
             self._broken = True
             self._wake.set()
@@ -169,7 +179,11 @@ class ServerConnection:
         return _HttpStreams(self.entry.url or "", self.entry.headers)
 
     async def _watch(self, session: ClientSession) -> None:
-        """Until closing or broken: ping, and list the tools again when the server says they changed."""
+        """Until closing or broken: ping, and list the tools again when the server says they changed.
+
+        A stdio server is not pinged while a call is in flight: many handle one
+        request at a time (mcp-server-git blocks in a commit hook), and their
+        death is seen at once anyway, as the end of their output."""
         while not self._closing and not self._broken:
             woke = await self._sleep(PING_EVERY_SECONDS)
             if self._closing or self._broken:
@@ -177,7 +191,7 @@ class ServerConnection:
             if self._refresh:
                 self._refresh = False
                 await self._list_tools(session)
-            if not woke:
+            if not woke and not (self.entry.command is not None and self._in_flight):
                 await asyncio.wait_for(session.send_ping(), PING_TIMEOUT_SECONDS)
 
     async def _list_tools(self, session: ClientSession) -> None:
