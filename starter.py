@@ -94,6 +94,8 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument("--session", default="demo")
     demo.add_argument("--by", default="you")
 
+    commands.add_parser("tools", help="every tool the worker offers (built-in, user, MCP) and its approval policy")
+
     serve = commands.add_parser("serve", help="the HTTP API and codec endpoint (HITL_API_HOST:HITL_API_PORT)")
     serve.add_argument("--host", help="default: HITL_API_HOST or 127.0.0.1")
     serve.add_argument("--port", type=int, help="default: HITL_API_PORT or 8000")
@@ -262,6 +264,10 @@ def main() -> int:
 
         serve(args.host, args.port)
         return 0
+    if args.command == "tools":
+        from console.tools import list_tools
+
+        return asyncio.run(list_tools(args.json))
     settings = Settings.from_env()
     try:
         return asyncio.run(run(args, settings))

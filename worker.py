@@ -21,6 +21,7 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.worker import Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from activities.mcp import McpConfigError, McpToolbox, toolbox_from_env
 from activities.notify import NotifyActivities
 from activities.model import ModelActivities, ModelBackend, backend_from_env, unknown_tools
 from activities.session_environment import SessionEnvironment
@@ -38,6 +39,7 @@ SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
     "workflows.conversation", "workflows.forms", "workflows.pauses", "workflows.planning",
     "workflows.requests", "workflows.rules", "workflows.session", "workflows.limits", "workflows.handover",
     "workflows.events", "workflows.identity", "workflows.proofs", "workflows.visibility", "cryptography",
+    "catalog", "jsonschema",
 )
 
 
@@ -204,7 +206,17 @@ async def main() -> None:
     extra = load_tool_modules()
     backend = backend_from_env(settings)
     tuning = WorkerTuning.from_env()
+    try:
+        mcp = toolbox_from_env()  # a malformed HITL_MCP_CONFIG stops the worker here, with the reason
+    except McpConfigError as error:
+        raise SystemExit(f"worker: {error}") from None
     client = await connect_with_patience(settings)
+    async with mcp:
+        await serve(client, settings, backend, tuning, extra, mcp)
+
+
+async def serve(client: Client, settings: Settings, backend: ModelBackend, tuning: WorkerTuning,
+                extra: list[str], mcp: McpToolbox) -> None:
     worker = build_worker(client, settings.task_queue, backend, settings.workspace, settings.notify_url, tuning=tuning)
     print(f"worker: {settings.address} namespace={settings.namespace} task_queue={settings.task_queue} "
           f"({settings.secured})")
@@ -212,6 +224,8 @@ async def main() -> None:
     print(f"worker: model: {backend.description}")
     print(f"worker: workspace: {settings.workspace.resolve()}" + (f"; extra tools from {extra}" if extra else ""))
     print(f"worker: notifications: {settings.notify_url or settings.workspace / 'notifications.jsonl'}")
+    for line in mcp.describe():
+        print(f"worker: MCP server {line}")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -13,7 +13,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.model_context import read_model_request
 from activities.reply_bounds import bounded_reply
-from activities.tools import CATALOG
+from activities.tools import CATALOG  # the catalog, with the built-in tools registered
 from settings import Settings
 from workflows.conversation import ModelReply
 from workflows.planning import catalog_plans

@@ -1,20 +1,16 @@
-"""The tool activity: run one catalog tool with validated arguments."""
+"""The tool activity: run one catalog tool (built-in, user or MCP) with validated arguments."""
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-import json
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.model import final_on_attempt, heartbeating
-from activities.tools import CATALOG, ToolContext, ToolError
-from activities.tools.catalog import ToolCatalog
+from activities.tools import ToolError
+from catalog import CATALOG, ArgumentsRejected, ToolCatalog, ToolContext
 from workflows.forms import describe_validation_error
 from workflows.requests import ToolInvocation
 
@@ -46,23 +42,16 @@ class ToolActivities:
 
     async def _run(self, invocation: ToolInvocation) -> str:
         spec = self.catalog.get(invocation.tool)
-        if spec is None or spec.function is None:
+        if spec is None or not spec.runnable:
             raise ToolError(f"no runnable tool named {invocation.tool!r} on this worker")
         try:
-            parsed = spec.parse(invocation.args)
+            spec.check(invocation.args)
         except ValidationError as error:
             raise ToolError(f"invalid arguments: {describe_validation_error(error)}") from None
-        kwargs: dict[str, Any] = {name: getattr(parsed, name) for name in type(parsed).model_fields}
-        if spec.context_parameter:
-            kwargs[spec.context_parameter] = ToolContext(
-                session_id=invocation.session_id, call_id=invocation.call_id, workspace=self.workspace
-            )
-        if inspect.iscoroutinefunction(spec.function):
-            result = await spec.function(**kwargs)
-        else:
-            result = await asyncio.to_thread(spec.function, **kwargs)
-        text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
-        return within_limit(text)
+        except ArgumentsRejected as error:
+            raise ToolError(f"invalid arguments: {error}") from None
+        context = ToolContext(session_id=invocation.session_id, call_id=invocation.call_id, workspace=self.workspace)
+        return within_limit(await spec.run(invocation.args, context))
 
 
 def within_limit(text: str) -> str:

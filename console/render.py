@@ -23,6 +23,8 @@ def describe_item(item: dict[str, Any]) -> str:
             text += "  [" + " / ".join(item["choices"]) + "]"
         return f"{text}  call_id={item['call_id']}{deadline}"
     text = f"⚠ {call_text(item['tool'], item['args'])} needs {item['kind']}  call_id={item['call_id']}{deadline}"
+    if item.get("destructive"):
+        text += "  DESTRUCTIVE (its server says so)"
     if item.get("required_approvals", 1) > 1:
         text += f"  approvals {len(item.get('approvals', []))}/{item['required_approvals']}"
     if item.get("result"):

@@ -46,6 +46,7 @@ from console.demo import seed_workspace
 from console.inbox import read_inbox
 from devserver import is_listening, temporal_binary
 from tests.conftest import eventually, pending_items, query, record_if_asked, settled
+from tests.mcp_servers import processes_running
 from worker import build_worker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +58,8 @@ OWN_TOOLS_WORKER = "HITL_TOOL_MODULES=my_tools python worker.py"
 INBOX_SECTION = "## Who waits for whom: the inbox, and following a session live"
 API_SECTION = "## People anywhere: the HTTP API and the web inbox"  # run by tests/test_api_readme.py
 STORY_SECTIONS = ("## Against any Temporal server", "## Driving a session with the `temporal` CLI alone", INBOX_SECTION, API_SECTION)
+MCP_TOOLS = "HITL_MCP_CONFIG=mcp.json python starter.py tools"
+MCP_WORKER = "HITL_MCP_CONFIG=mcp.json python worker.py"
 IN_DEPTH = ("## Human in the loop, in depth", "## Built-in tools")
 NOT_RUN = {
     "./test.sh": "it runs this very suite: a test cannot run the suite it is part of",
@@ -502,6 +505,33 @@ async def test_a_worker_line_starts_as_printed(env: WorkflowEnvironment, checkou
         assert "worker: model: the built-in offline model" in banner
 
 
+async def test_the_mcp_commands_work_as_printed(env: WorkflowEnvironment, checkout: Path) -> None:
+    """The README's mcp.json in a git checkout: `starter.py tools` lists the git server's tools with
+    their policies and says the unreachable one is missing; the worker starts it and stops it."""
+    config = re.search(r"```json\n(\{\"mcpServers\".*?)```", README.read_text(), re.S)
+    assert config and MCP_TOOLS in README.read_text() and MCP_WORKER in README.read_text()
+    (checkout / "mcp.json").write_text(config.group(1))
+    subprocess.run(["git", "init", "-q"], cwd=checkout, check=True)  # the config's `--repository .`
+    listed = await asyncio.to_thread(subprocess.run, ["bash", "-c", MCP_TOOLS], cwd=checkout, env=shell_env(None),
+                                     capture_output=True, text=True, timeout=90)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    policy = {line.split()[0]: line for line in listed.stdout.splitlines() if line.startswith(("mcp__", "send_email"))}
+    assert "needs approval" in policy["mcp__git__git_commit"] and "needs approval" in policy["send_email"]
+    assert "runs without asking" in policy["mcp__git__git_status"]
+    assert "auto_approve of MCP server git" in policy["mcp__git__git_add"]
+    assert "needs approval (destructive)" in policy["mcp__git__git_reset"]
+    assert "MCP server docs (streamable HTTP): not reachable" in listed.stdout
+
+    worker = Background(MCP_WORKER, checkout, shell_env(env.client.service_client.config.target_host))
+    try:
+        await worker.says("worker: MCP server git (stdio): 12 tools")
+        servers = [pid for pid in processes_running("mcp-server-git") if os.readlink(f"/proc/{pid}/cwd") == str(checkout)]
+        assert servers, worker.output()
+    finally:
+        assert worker.stop() == 0, worker.output()
+    assert all(pid not in processes_running("mcp-server-git") for pid in servers), "the worker left its server running"
+
+
 # ------------------------------------------------------------------ the demo
 
 def private_network() -> list[str] | None:
@@ -647,7 +677,7 @@ def processes_in(folder: Path) -> list[str]:
 # ------------------------------------------------------------------ the list itself
 
 def test_every_printed_command_is_run_or_excused() -> None:
-    run_elsewhere = {DEMO_COMMAND, LOCAL_MODEL_WORKER, OWN_TOOLS_WORKER}
+    run_elsewhere = {DEMO_COMMAND, LOCAL_MODEL_WORKER, OWN_TOOLS_WORKER, MCP_TOOLS, MCP_WORKER}
     stories = [c for heading in STORY_SECTIONS for block in bash_blocks(section(heading)) for c in command_lines(block)]
     in_depth = [c for commands in blocks() for c, _ in commands]
     run = {normalised(c) for c in [*stories, *in_depth, *run_elsewhere]}

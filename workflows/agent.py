@@ -81,8 +81,7 @@ from workflows.visibility import Publisher, compact_item
 with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
     # the workflow sees the tools the worker registered, not a fresh copy.
-    from activities.tools import CATALOG
-    from activities.tools.builtin import question_of
+    from catalog import CATALOG, question_of
 
 # No attempt limit: a worker that dies mid-call is retried for as long as it
 # takes. The activities count their own failures and make them final (see
@@ -145,6 +144,7 @@ class AgentWorkflow:
     def __init__(self, request: RawValue) -> None:
         self.setup_error: str | None = None
         self.config, carried = self.read_input(request)
+        # Used to plan replies recorded before the catalog's verdict was (workflows/planning.py).
         self.offered = {spec.name: spec for spec in CATALOG.select(self.config.tools)}
         self.conversation = Conversation()
         self.message_offset = 0  # index in the whole transcript of this run's first message
@@ -564,6 +564,8 @@ class AgentWorkflow:
             four_eyes=rules.four_eyes and decided_by_approvers,
             remind_at=deadline_after(now, rules.remind_after_seconds),
             escalate_at=deadline_after(now, rules.escalate_after_seconds) if decided_by_approvers else None,
+            destructive=plan.destructive if kind == "approval" else None,
+            input_schema=plan.input_schema if kind == "approval" else None,
         )
         if kind == "question":
             question = question_of(plan.args)
@@ -952,7 +954,7 @@ class AgentWorkflow:
             "queued_messages": len(self.inbox),
             "ignored_signals": self.ignored_signals,
             "remembered": [view(grant) for grant in self.live_grants()],
-            "tools": list(self.offered),
+            "tools": [spec.name for spec in self.tools_now()],
             "model": self.config.model,
             "closed_reason": self.closed_reason,
             "transcript_messages": self.message_offset + len(self.conversation.messages),
@@ -999,9 +1001,17 @@ class AgentWorkflow:
         view_ = Conversation(messages=self.conversation.messages[:count]).window(MODEL_WINDOW_BYTES, self.message_offset)
         return ModelRequest(
             messages=[ChatMessage(role="system", content=self.system_prompt()), *view_],
-            tools=[spec.openai_schema() for spec in self.offered.values()],
+            tools=[spec.openai_schema() for spec in self.tools_now()],
             model=self.config.model,
         )
+
+    def tools_now(self) -> list[Any]:
+        """The tools this session offers the model now, from the worker's catalog.
+
+        Read by queries only, never recorded: a tool an MCP server adds or drops
+        changes the next model call, while what each call was allowed to do is
+        the verdict recorded with the model's reply (docs/mcp.md)."""
+        return CATALOG.select(self.config.tools)
 
     def page(self, items: list[dict[str, Any]], first: int, request: PageRequest | None, key: str) -> dict[str, Any]:
         """A page of what this run holds, within PAGE_BYTES; without an offset, the newest page."""

@@ -13,14 +13,18 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from temporalio import workflow
 
 from workflows.conversation import answer_as_tool_result
 from workflows.forms import MAX_ANSWER, check_answer, describe_validation_error
 from workflows.limits import MAX_ARGUMENT_BYTES, MAX_TEXT_BYTES, Name, Note, Proof, utf8_size, within_json_bytes
 from workflows.rules import Remember, args_sha256
 
+with workflow.unsafe.imports_passed_through():
+    from catalog.schema_tools import ArgumentsRejected, validate_arguments
+
 if TYPE_CHECKING:
-    from activities.tools.catalog import ToolCatalog
+    from catalog.specs import ToolCatalog
 
 PauseKind = Literal["approval", "question", "review"]
 DEFAULT_CLAIM_SECONDS = 900.0
@@ -63,9 +67,13 @@ class PendingCall(BaseModel):
         if self.claimed_by is None or self.claim_until is None or self.claim_until <= now:
             return None
         return self.claimed_by
+    # The tool's server marks it destructive (MCP's destructiveHint): said in the pending item.
+    destructive: bool | None = None
+    # The JSON schema the call was planned with, for tools whose schema lives outside this code.
+    input_schema: dict[str, Any] | None = None
 
     def view(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True, exclude={"four_eyes"})
+        return self.model_dump(mode="json", exclude_none=True, exclude={"four_eyes", "input_schema"})
 
     def next_event(self) -> datetime | None:
         moments = [m for m in (self.deadline, self.remind_at, self.escalate_at) if m is not None]
@@ -247,7 +255,7 @@ class Pauses(BaseModel):
     def _approve(self, item: PendingCall, decision: Approve, catalog: ToolCatalog, now: datetime) -> Verdict:
         if decision.result is not None:
             raise Refusal(f"{item.call_id} has not run yet; edit its args, not its result")
-        edited = None if decision.args is None or decision.args == item.args else _validated_args(catalog, item.tool, decision.args)
+        edited = None if decision.args is None or decision.args == item.args else _validated_args(catalog, item, decision.args)
         if decision.remember and item.required_approvals > 1:
             raise Refusal(f"{item.tool} needs {item.required_approvals} approvals; one person cannot remember it")
         if item.required_approvals > 1 and decision.by is None:
@@ -382,11 +390,19 @@ def deadline_after(now: datetime, seconds: float | None) -> datetime | None:
     return now + timedelta(seconds=seconds) if seconds else None
 
 
-def _validated_args(catalog: ToolCatalog, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    spec = catalog.get(tool)
-    if spec is None:
-        raise Refusal(f"tool {tool!r} is no longer available")
+def _validated_args(catalog: ToolCatalog, item: PendingCall, args: dict[str, Any]) -> dict[str, Any]:
+    """Edited arguments, checked as the model's were: against the schema recorded with the
+    call when there is one (it replays the same whatever the tool's server offers now),
+    else against the worker's catalog."""
+    tool = item.tool
     try:
-        return spec.parse(args).model_dump(mode="json", exclude_none=True)
+        if item.input_schema is not None:
+            return validate_arguments(item.input_schema, args)
+        spec = catalog.get(tool)
+        if spec is None:
+            raise Refusal(f"tool {tool!r} is no longer available")
+        return spec.check(args)[0]
     except ValidationError as error:
         raise Refusal(f"edited args do not fit {tool}: {describe_validation_error(error)}") from None
+    except ArgumentsRejected as error:
+        raise Refusal(f"edited args do not fit {tool}: {error}") from None

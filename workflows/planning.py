@@ -28,7 +28,7 @@ from workflows.rules import DecisionRules
 OVERSIZED_ARGUMENTS = "__oversized_arguments_bytes__"
 
 if TYPE_CHECKING:
-    from activities.tools.catalog import ToolSpec
+    from catalog.specs import ToolSpec
 
 
 class PlannedCall(BaseModel):
@@ -39,6 +39,10 @@ class PlannedCall(BaseModel):
     review: bool = False
     refusal: str | None = None
     policy: str | None = None
+    # Recorded for tools whose schema lives outside this code (MCP): edited
+    # arguments are checked against the schema the call was planned with.
+    input_schema: dict[str, Any] | None = None
+    destructive: bool | None = None
 
 
 def plan_reply(reply: ModelReply, offered: dict[str, ToolSpec], rules: DecisionRules | None = None) -> list[PlannedCall]:
@@ -65,7 +69,7 @@ def plan_reply(reply: ModelReply, offered: dict[str, ToolSpec], rules: DecisionR
 
 def catalog_plans(reply: ModelReply, offered: dict[str, ToolSpec]) -> list[dict[str, Any]]:
     """The catalog's verdict on each call, before any session rule (computed by the model activity)."""
-    return [plan_call(call, offered).model_dump(exclude={"call_id"}) for call in reply.tool_calls]
+    return [plan_call(call, offered).model_dump(exclude={"call_id"}, exclude_none=True) for call in reply.tool_calls]
 
 
 def with_session_rules(plan: PlannedCall, rules: DecisionRules | None) -> PlannedCall:
@@ -95,20 +99,19 @@ def plan_call(call: ToolCall, offered: dict[str, ToolSpec], rules: DecisionRules
     if set(raw) == {OVERSIZED_ARGUMENTS}:
         return _refuse(call, _too_large(call.name, raw[OVERSIZED_ARGUMENTS]))
     try:
-        parsed = spec.parse(raw)
+        args, needs_approval = spec.check(raw)  # a failing approval predicate fails safe: approval
     except ValidationError as error:
         return _refuse(call, f"Error: the arguments do not fit {call.name}: {describe_validation_error(error)}.")
-    except Exception as error:  # a user tool's own validator may raise anything
+    except Exception as error:  # a user tool's own validator (or a JSON schema) may raise anything
         return _refuse(call, f"Error: the arguments do not fit {call.name}: {clip(str(error), 500)}.")
-    args = parsed.model_dump(mode="json", exclude_none=True)
-    planned = PlannedCall(call_id=call.id, tool=call.name, action="run", args=args, review=spec.review)
+    planned = PlannedCall(call_id=call.id, tool=call.name, action="run", args=args, review=spec.review,
+                          input_schema=spec.recorded_schema(), destructive=spec.destructive or None)
     if spec.answered_by_human:
         planned.action = "ask"
         return planned
-    try:
-        planned.action = "approve" if spec.requires_approval(parsed) else "run"
-    except Exception:  # a failing approval predicate fails safe: ask a person
-        planned.action = "approve"
+    planned.action = "approve" if needs_approval else "run"
+    if planned.action == "run" and spec.approval_rule:
+        planned.policy = spec.approval_rule
     return with_session_rules(planned, rules)
 
 

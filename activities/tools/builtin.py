@@ -7,12 +7,11 @@ import re
 import stat
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any, Iterator, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Iterator
 
 from activities.tools.bookings import book_once
-from activities.tools.catalog import CATALOG, ToolContext, ToolSpec, tool
+from catalog import ToolContext, tool
+from catalog.questions import ASK_USER_QUESTION, AskUserQuestion, FormField, question_of  # noqa: F401  (their old home)
 from activities.tools.errors import ToolError
 from activities.tools.receipts import has_receipt, write_receipt
 from activities.tools.workspace import (
@@ -184,39 +183,3 @@ def _message_file(context: ToolContext) -> str:
 
 def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:80]
-
-
-class FormField(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    type: Literal["string", "number", "integer", "boolean", "date", "enum"] = "string"
-    required: bool = True
-    choices: list[str] | None = None
-    description: str | None = None
-
-
-class AskUserQuestion(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    question: str = Field(description="One clear question for the person")
-    choices: list[str] | None = Field(default=None, description="Allowed answers, if the answer must be one of them")
-    fields: list[FormField] | None = Field(default=None, description="Several values to ask for in one form")
-
-
-ASK_USER_QUESTION = CATALOG.add(
-    ToolSpec(
-        name="ask_user_question",
-        description=(
-            "Ask the person a question when information is missing, instead of guessing. "
-            "The result is the person's own answer, verbatim: treat it as an authoritative fact."
-        ),
-        arguments=AskUserQuestion,
-        function=None,
-        answered_by_human=True,
-    )
-)
-
-
-def question_of(args: Any) -> AskUserQuestion:
-    return args if isinstance(args, AskUserQuestion) else AskUserQuestion.model_validate(args)

@@ -1,0 +1,9 @@
+"""Tools from MCP servers: configuration, connections, approval policy and calls (see docs/mcp.md)."""
+
+from activities.mcp.config import CONFIG_VARIABLE, McpConfigError, ServerEntry, config_from_env, load_config, parse_config
+from activities.mcp.toolbox import McpToolbox, offered_name, toolbox_from_env
+
+__all__ = [
+    "CONFIG_VARIABLE", "McpConfigError", "McpToolbox", "ServerEntry", "config_from_env", "load_config",
+    "offered_name", "parse_config", "toolbox_from_env",
+]

@@ -1,0 +1,279 @@
+"""One MCP server and the one session every tool call of this worker shares.
+
+A supervisor task owns the session: it starts the stdio process (or opens the
+streamable HTTP connection), lists the tools, then pings the server every few
+seconds. When the process dies or a ping goes unanswered it opens a new
+session, backing off while the server stays down; a `tools/list_changed`
+notification makes it list the tools again. The transports' cancel scopes are
+entered and left by that one task, which is what anyio requires. Closing the
+connection closes stdin of a stdio server, then terminates it (the SDK's
+shutdown sequence), so a stopping worker leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import AsyncExitStack
+from datetime import timedelta
+from typing import Any, Callable
+
+import httpx
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import McpError
+
+from activities.mcp.config import ServerEntry
+
+log = logging.getLogger("hitl.mcp")
+
+CONNECT_SECONDS = 20.0  # start the process, initialize, list tools
+PING_EVERY_SECONDS = 2.0
+PING_TIMEOUT_SECONDS = 5.0
+BACKOFF_SECONDS = (0.2, 0.5, 1.0, 2.0, 5.0)
+CLOSE_SECONDS = 5.0
+
+ToolsListener = Callable[[str, list[types.Tool]], None]
+
+
+class ServerUnavailable(Exception):
+    """No session with the server now; a call was not sent."""
+
+
+class CallInterrupted(Exception):
+    """The call was sent and no answer came: the server may or may not have acted on it."""
+
+
+class ServerConnection:
+    def __init__(self, name: str, entry: ServerEntry, on_tools: ToolsListener) -> None:
+        self.name = name
+        self.entry = entry
+        self.on_tools = on_tools
+        self.last_error: str | None = None
+        self.sessions_opened = 0
+        self._session: ClientSession | None = None
+        self._ready = asyncio.Event()
+        self._attempted = asyncio.Event()  # the first connection attempt ended, either way
+        self._wake = asyncio.Event()
+        self._broken = False
+        self._refresh = False
+        self._closing = False
+        self._task: asyncio.Task[None] | None = None
+        self._lost = asyncio.Event()  # set when the current session has ended
+        self._in_flight = 0
+
+    async def start(self, wait_seconds: float = CONNECT_SECONDS) -> bool:
+        """Start supervising; True when the first session is up within `wait_seconds`."""
+        self._task = asyncio.create_task(self._supervise(), name=f"mcp-server-{self.name}")
+        try:
+            await asyncio.wait_for(self._attempted.wait(), wait_seconds)
+        except asyncio.TimeoutError:
+            pass
+        return self._ready.is_set()
+
+    async def close(self) -> None:
+        self._closing = True
+        self._wake.set()
+        if self._task is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), CLOSE_SECONDS + 3)
+        except asyncio.TimeoutError:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def call(self, tool: str, args: dict[str, Any], on_sent: Callable[[], None], wait_seconds: float) -> types.CallToolResult:
+        """Call a tool on the shared session. `on_sent` runs just before the request leaves.
+
+        A call in flight when its session is lost (the supervisor noticed a
+        dead process or an unanswered ping) fails at once rather than at its
+        timeout; so does one whose own transport reports the break."""
+        session = await self._session_within(wait_seconds)
+        lost = self._lost
+        on_sent()
+        self._in_flight += 1
+        try:
+            return await _unless(lost, session.call_tool(
+                tool, args, read_timeout_seconds=timedelta(seconds=self.entry.timeout_seconds)))
+        except McpError as error:
+            if error.error.code == types.CONNECTION_CLOSED:
+                self._mark_broken(session, error.error.message)
+                raise CallInterrupted(error.error.message) from None
+            if error.error.code == httpx.codes.REQUEST_TIMEOUT:  # slow, not broken: the pings tell
+                raise CallInterrupted(f"no answer within {self.entry.timeout_seconds:g} s") from None
+            raise  # the server answered with an error: its answer to this call
+        except (OSError, httpx.HTTPError, EOFError) as error:
+            self._mark_broken(session, str(error))
+            raise CallInterrupted(f"{type(error).__name__}: {error}") from None
+        except Exception as error:  # anyio's closed or broken streams when the process died mid-call
+            if type(error).__module__.startswith("anyio"):
+                self._mark_broken(session, type(error).__name__)
+                raise CallInterrupted(f"the connection to the server broke ({type(error).__name__})") from None
+            raise
+        finally:
+            self._in_flight -= 1
+
+
+    def _mark_broken(self, session: ClientSession, why: str) -> None:
+        """Have the supervisor open a new session, unless it already replaced this one."""
+        if self._session is session:
+            self.last_error = why
+            self._broken = True
+            self._wake.set()
+
+    async def _session_within(self, seconds: float) -> ClientSession:
+        if not self._ready.is_set():
+            try:
+                await asyncio.wait_for(self._ready.wait(), seconds)
+            except asyncio.TimeoutError:
+                pass
+        session = self._session
+        if session is None or self._closing:
+            why = f": {self.last_error}" if self.last_error else ""
+            raise ServerUnavailable(f"the MCP server {self.name!r} is not reachable{why}")
+        return session
+
+    # ---------------------------------------------------------------- supervision
+
+    async def _supervise(self) -> None:
+        failures = 0
+        while not self._closing:
+            try:
+                await self._one_session()
+                failures = 0
+            except Exception as error:  # noqa: BLE001 (any failure of the server: reopen)
+                self.last_error = _describe(error)
+                failures += 1
+                log.warning("MCP server %s: %s", self.name, self.last_error)
+            finally:
+                self._session = None
+                self._ready.clear()
+                self._lost.set()
+                self._attempted.set()
+            if not self._closing:
+                await self._sleep(BACKOFF_SECONDS[min(failures, len(BACKOFF_SECONDS) - 1)])
+
+    async def _one_session(self) -> None:
+        async with AsyncExitStack() as stack:
+            read, write = await stack.enter_async_context(self._transport())
+            session = await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
+            await asyncio.wait_for(session.initialize(), CONNECT_SECONDS)
+            await self._list_tools(session)
+            self._broken = False
+            self._lost = asyncio.Event()
+            self._session = session
+            self.sessions_opened += 1
+            self.last_error = None
+            self._ready.set()
+            self._attempted.set()
+            await self._watch(session)
+
+    def _transport(self) -> Any:
+        if self.entry.command is not None:
+            parameters = StdioServerParameters(
+                command=self.entry.command, args=self.entry.args, env=self.entry.env, cwd=self.entry.cwd,
+            )
+            return _FirstTwo(stdio_client(parameters))  # the server's stderr goes to the worker's
+        return _HttpStreams(self.entry.url or "", self.entry.headers)
+
+    async def _watch(self, session: ClientSession) -> None:
+        """Until closing or broken: ping, and list the tools again when the server says they changed.
+
+        A stdio server is not pinged while a call is in flight: many handle one
+        request at a time (mcp-server-git blocks in a commit hook), and their
+        death is seen at once anyway, as the end of their output."""
+        while not self._closing and not self._broken:
+            woke = await self._sleep(PING_EVERY_SECONDS)
+            if self._closing or self._broken:
+                return
+            if self._refresh:
+                self._refresh = False
+                await self._list_tools(session)
+            if not woke and not (self.entry.command is not None and self._in_flight):
+                await asyncio.wait_for(session.send_ping(), PING_TIMEOUT_SECONDS)
+
+    async def _list_tools(self, session: ClientSession) -> None:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        while True:
+            page = await asyncio.wait_for(
+                session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None), CONNECT_SECONDS
+            )
+            tools.extend(page.tools)
+            cursor = page.nextCursor
+            if not cursor:
+                break
+        self.on_tools(self.name, tools)
+
+    async def _on_message(self, message: Any) -> None:
+        """Runs in the session's receive loop: it may not send requests itself, so it wakes the supervisor."""
+        if isinstance(message, types.ServerNotification) and isinstance(message.root, types.ToolListChangedNotification):
+            self._refresh = True
+            self._wake.set()
+
+    async def _sleep(self, seconds: float) -> bool:
+        """Sleep, or less when woken; True when woken."""
+        try:
+            await asyncio.wait_for(self._wake.wait(), seconds)
+            return True
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            self._wake.clear()
+
+
+async def _unless(lost: asyncio.Event, call: Any) -> Any:
+    """The call's result, or CallInterrupted as soon as its session is lost."""
+    task = asyncio.ensure_future(call)
+    watch = asyncio.ensure_future(lost.wait())
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+        if not task.done():
+            task.cancel()
+    if not task.done() or task.cancelled():
+        raise CallInterrupted("the connection to the server was lost mid-call")
+    return task.result()
+
+
+class _FirstTwo:
+    """The transport's streams without the extras some transports add (e.g. a session id getter)."""
+
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager
+
+    async def __aenter__(self) -> tuple[Any, Any]:
+        streams = await self.manager.__aenter__()
+        return streams[0], streams[1]
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self.manager.__aexit__(*exc)
+
+
+class _HttpStreams:
+    """Streamable HTTP with the entry's headers on an httpx client this connection owns."""
+
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        self.url, self.headers = url, headers
+        self.stack = AsyncExitStack()
+
+    async def __aenter__(self) -> tuple[Any, Any]:
+        client = await self.stack.enter_async_context(create_mcp_http_client(headers=self.headers or None))
+        streams = await self.stack.enter_async_context(streamable_http_client(self.url, http_client=client))
+        return streams[0], streams[1]
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self.stack.__aexit__(*exc)
+
+
+def _describe(error: BaseException) -> str:
+    """The innermost useful message of an error (anyio groups wrap the real one)."""
+    while getattr(error, "exceptions", None):  # an exception group (Python 3.11+, or anyio's backport)
+        error = error.exceptions[0]  # type: ignore[attr-defined]
+    if isinstance(error, McpError):
+        return error.error.message
+    text = str(error) or type(error).__name__
+    return f"{type(error).__name__}: {text}" if not isinstance(error, OSError) else text

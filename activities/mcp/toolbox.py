@@ -1,0 +1,150 @@
+"""MCP servers' tools in the worker's catalog, as mcp__<server>__<tool>, and how they are called.
+
+The toolbox opens one connection per configured server when the worker
+starts, puts each server's tools in the catalog with their JSON schemas and
+approval policies, keeps them current when a server's list changes, and takes
+them out again when the worker stops.
+
+A call is a tool activity like any other, so a worker that dies is retried by
+Temporal, and a server that is down gets the activity's few attempts before
+the model reads a clear error. What MCP cannot give is an idempotency key: a
+call that reached the server and got no answer (the server or the worker died
+mid-call) may or may not have acted. So before a tool that is neither
+read-only nor idempotent is sent, a receipt is written in the workspace; an
+attempt that finds one does not send the call again but tells the model it
+may have happened. The effect happens at most once per approval.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from mcp import types
+from mcp.shared.exceptions import McpError
+
+from activities.mcp.config import ServerEntry, config_from_env
+from activities.mcp.connection import CallInterrupted, ServerConnection, ServerUnavailable
+from activities.mcp.policy import policy_for
+from activities.mcp.results import result_text
+from activities.tools.errors import ToolError
+from activities.tools.receipts import has_receipt, write_receipt
+from catalog import CATALOG, SchemaToolSpec, ToolCatalog, ToolContext
+from catalog.schema_tools import schema_problem
+
+log = logging.getLogger("hitl.mcp")
+
+PREFIX = "mcp__"
+OFFERED_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+READY_WAIT_SECONDS = 10.0  # per attempt, for a server that is restarting
+
+
+def offered_name(server: str, tool: str) -> str:
+    return f"{PREFIX}{server}__{tool}"
+
+
+class McpToolbox:
+    def __init__(self, servers: dict[str, ServerEntry], catalog: ToolCatalog = CATALOG) -> None:
+        self.catalog = catalog
+        self.entries = servers
+        self.connections = {name: ServerConnection(name, entry, self.offer) for name, entry in servers.items()}
+        self.offered: dict[str, set[str]] = {name: set() for name in servers}
+        self.skipped: dict[str, list[str]] = {name: [] for name in servers}
+
+    async def __aenter__(self) -> McpToolbox:
+        for name, connection in self.connections.items():
+            if not await connection.start():
+                log.warning("MCP server %s is not available yet (%s); its tools are offered once it is",
+                            name, connection.last_error or "no answer")
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        for connection in self.connections.values():
+            await connection.close()
+        for names in self.offered.values():
+            for name in names:
+                self.catalog.remove(name)
+
+    def describe(self) -> list[str]:
+        """One line per server, for the worker's start-up output."""
+        lines = []
+        for name, connection in self.connections.items():
+            state = f"{len(self.offered[name])} tools" if connection.sessions_opened else f"not reachable ({connection.last_error})"
+            skipped = f"; skipped {', '.join(self.skipped[name])}" if self.skipped[name] else ""
+            lines.append(f"{name} ({self.entries[name].transport}): {state}{skipped}")
+        return lines
+
+    def offer(self, server: str, tools: list[types.Tool]) -> None:
+        """Replace a server's tools in the catalog with what it lists now.
+
+        New sessions see the change at once; running sessions keep what their
+        recorded steps say (see docs/mcp.md)."""
+        entry = self.entries[server]
+        offered: set[str] = set()
+        skipped: list[str] = []
+        for tool in tools:
+            name = offered_name(server, tool.name)
+            problem = None if OFFERED_NAME.match(name) else "its name does not fit mcp__<server>__<tool> in 64 letters, digits, _ or -"
+            problem = problem or schema_problem(tool.inputSchema)
+            if problem:
+                skipped.append(f"{tool.name} ({problem})")
+                continue
+            policy = policy_for(server, entry, tool, name)
+            self.catalog.add(SchemaToolSpec(
+                name=name,
+                description=(tool.description or (tool.annotations and tool.annotations.title) or tool.name).strip(),
+                input_schema=tool.inputSchema,
+                needs_approval=policy.needs_approval,
+                destructive=policy.destructive,
+                approval_rule=policy.rule,
+                runner=self._runner(server, tool.name, policy.repeatable),
+                source=f"MCP server {server}",
+            ))
+            offered.add(name)
+        for gone in self.offered[server] - offered:
+            self.catalog.remove(gone)
+        if skipped and skipped != self.skipped[server]:
+            log.warning("MCP server %s: not offering %s", server, "; ".join(skipped))
+        self.offered[server], self.skipped[server] = offered, skipped
+
+    def _runner(self, server: str, tool: str, repeatable: bool) -> Any:
+        async def run(args: dict[str, Any], context: ToolContext) -> str:
+            return await self.call(server, tool, args, context, repeatable)
+
+        return run
+
+    async def call(self, server: str, tool: str, args: dict[str, Any], context: ToolContext, repeatable: bool) -> str:
+        """Call a tool once per activity attempt; an unrepeatable one at most once per tool call."""
+        offered = offered_name(server, tool)
+        if not repeatable and has_receipt(context.workspace, context.session_id, context.call_id):
+            raise ToolError(_maybe_happened(offered, "an earlier attempt was interrupted after the call was sent"))
+
+        def before_sending() -> None:
+            if not repeatable:
+                write_receipt(context.workspace, context.session_id, context.call_id, offered, "sent to the MCP server")
+
+        try:
+            result = await self.connections[server].call(tool, args, before_sending, READY_WAIT_SECONDS)
+        except ServerUnavailable:
+            raise  # not sent: the activity's next attempt tries again, the last one tells the model
+        except CallInterrupted as error:
+            if repeatable:
+                raise  # read-only or idempotent: sending it again is safe
+            raise ToolError(_maybe_happened(offered, str(error))) from None
+        except McpError as error:
+            raise ToolError(f"the MCP server {server!r} refused the call: {error.error.message}") from None
+        if result.isError:
+            raise ToolError(result_text(result))
+        return result_text(result)
+
+
+def _maybe_happened(tool: str, why: str) -> str:
+    return (f"{tool} may or may not have taken effect: {why}. It was not sent again, so it ran at most once; "
+            "check its effect (e.g. with a read-only tool) before calling it again.")
+
+
+def toolbox_from_env() -> McpToolbox:
+    """The servers HITL_MCP_CONFIG names (none when unset); raises McpConfigError for a bad file."""
+    return McpToolbox(config_from_env())

@@ -1,0 +1,79 @@
+"""Tools described by a JSON schema rather than a Python signature (MCP servers' tools).
+
+Their arguments are checked with the schema itself (jsonschema), so what the
+model reads and what is enforced are the same document. The schema is also
+recorded with every planned call (`recorded_schema`): a person's edited
+arguments are checked in the workflow against the schema the call was planned
+with, which replays the same whatever the server offers today.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+import jsonschema
+from jsonschema.exceptions import best_match
+from pydantic import BaseModel
+
+from catalog.specs import ToolContext, ToolSpec
+
+Runner = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
+
+
+class ArgumentsRejected(ValueError):
+    """Arguments that do not fit a tool's JSON schema; the message says where and why."""
+
+
+def schema_problem(schema: dict[str, Any]) -> str | None:
+    """Why a schema cannot be used to check arguments, or None when it can."""
+    try:
+        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
+    except jsonschema.SchemaError as error:
+        return error.message
+    if schema.get("type", "object") != "object":
+        return "the arguments must be an object"
+    return None
+
+
+def validate_arguments(schema: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    """`args` when they fit `schema`, else ArgumentsRejected with the most relevant error."""
+    validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    error = best_match(validator_class(schema).iter_errors(args))
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path)
+        raise ArgumentsRejected(f"{where}: {error.message}" if where else error.message)
+    return args
+
+
+@dataclass(frozen=True)
+class SchemaToolSpec(ToolSpec):
+    """A tool whose arguments are a JSON object described by `input_schema`, run by `runner`."""
+
+    # Not Python functions: no pydantic model, no function.
+    arguments: type[BaseModel] | None = None  # type: ignore[assignment]
+    function: Callable[..., Any] | None = None
+    input_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
+    runner: Runner | None = None
+    source: str = ""
+
+    def check(self, args: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        return validate_arguments(self.input_schema, args), bool(self.needs_approval)
+
+    def parse(self, args: dict[str, Any]) -> BaseModel:
+        raise TypeError(f"{self.name} takes a JSON object checked by its schema; use check()")
+
+    @property
+    def runnable(self) -> bool:
+        return self.runner is not None
+
+    def recorded_schema(self) -> dict[str, Any] | None:
+        return self.input_schema
+
+    def parameters(self) -> dict[str, Any]:
+        return self.input_schema
+
+    async def run(self, args: dict[str, Any], context: ToolContext) -> str:
+        if self.runner is None:
+            raise LookupError(f"{self.name} is not run by the worker")
+        return await self.runner(validate_arguments(self.input_schema, args), context)
