@@ -9,7 +9,8 @@ COPY workflows ./workflows
 COPY activities ./activities
 COPY console ./console
 COPY api ./api
-COPY settings.py encryption.py devserver.py exit_cleanly.py worker.py starter.py ./
+COPY catalog ./catalog
+COPY settings.py encryption.py decision_keys.py devserver.py exit_cleanly.py worker.py starter.py ./
 RUN pip install --no-cache-dir --no-deps . \
     && useradd --create-home --uid 10001 agent \
     && mkdir -p /workspace && chown agent /workspace

@@ -83,3 +83,15 @@ def trusted_keys() -> dict[str, str]:
         key_id, key = signing_key()
         return {key_id: public_key_b64(key)}
     return {}
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["public"]:
+        raise SystemExit("usage: python decision_keys.py public   (prints keyid:public-key for HITL_TRUSTED_KEYS)")
+    try:
+        key_id, key = signing_key()
+    except KeyConfigError as error:
+        raise SystemExit(f"decision_keys: {error}") from None
+    print(f"{key_id}:{public_key_b64(key)}")

@@ -29,6 +29,7 @@ LEFT_TO_USER = {
     "HITL_API_HOST": "set on the api service only",
     "HITL_API_PORT": "set on the api service only",
     "HITL_CORS_ORIGINS": "set on the api service only",
+    "HITL_MCP_CONFIG": "MCP servers run inside the worker's image: build yours with them, mount the config and name it",
     "HITL_API_TOKENS": "people's tokens are yours: mount a tokens file on the api service and name it (README, HTTP API)",
 }
 # Read from the environment by the Temporal SDK's own configuration (temporalio.envconfig).

@@ -764,7 +764,8 @@ class AgentWorkflow:
     def check_release(self, payload: RawValue) -> None:
         self.validate(payload, lambda value: self.judge_claim("release", value))
 
-    @workflow.update
+    # A session that ends (or fails at start) while someone waits has nothing more to say.
+    @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def wait_until_settled(self, payload: RawValue) -> dict[str, Any]:
         """Answers once the session stops running (a pause, an answer, closed) after the event
         id `after_event` (default 0: the first turn), so a caller gets the outcome of its

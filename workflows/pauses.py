@@ -73,7 +73,7 @@ class PendingCall(BaseModel):
     input_schema: dict[str, Any] | None = None
 
     def view(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True, exclude={"four_eyes", "input_schema"})
+        return self.model_dump(mode="json", exclude_none=True, exclude={"input_schema"})
 
     def next_event(self) -> datetime | None:
         moments = [m for m in (self.deadline, self.remind_at, self.escalate_at) if m is not None]
