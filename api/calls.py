@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.auth import caller
 from api.gateway import now, run_query, send_update, temporal
 from console.sessions import read_all
+from workflows.proofs import ProofAction
 from workflows.rules import args_sha256
 
 router = APIRouter(prefix="/sessions/{session_id}/calls/{call_id}", tags=["decisions"])
@@ -80,7 +81,7 @@ def check_decider(item: dict[str, Any], verb: Verb, person: str) -> None:
         raise HTTPException(403, f"four-eyes rule: {person} asked for this call and cannot approve it")
 
 
-def proof_for(request: Request, session_id: str, call_id: str, verb: Verb, person: str, sha: str) -> str:
+def proof_for(request: Request, session_id: str, call_id: str, verb: ProofAction, person: str, sha: str) -> str:
     from workflows.proofs import sign_decision
 
     key_id, key = request.app.state.signer()

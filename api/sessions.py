@@ -20,10 +20,13 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from api.auth import caller
+from api.calls import proof_for
 from api.gateway import reason_of, run_query, send_update, temporal
 from console.sessions import read_all
 from workflows.agent import AgentWorkflow
 from workflows.forms import describe_validation_error
+from workflows.proofs import MESSAGE_CALL_ID
+from workflows.rules import args_sha256
 from workflows.session import SessionInput
 
 router = APIRouter(prefix="/sessions", tags=["sessions"])
@@ -155,8 +158,9 @@ async def audit(session_id: str, request: Request, person: str = Depends(caller)
 async def send_message(session_id: str, body: Message, request: Request, person: str = Depends(caller)) -> dict[str, Any]:
     """A new user turn from the caller; `interrupt` stops the running step to re-plan with it.
     With `wait`, the answer also carries the status and pending items once the turn settles."""
+    proof = proof_for(request, session_id, MESSAGE_CALL_ID, "message", person, args_sha256({"text": body.text}))
     accepted = await send_update(request, session_id, "user_message_update",
-                                 {"text": body.text, "interrupt": body.interrupt, "by": person})
+                                 {"text": body.text, "interrupt": body.interrupt, "by": person, "proof": proof})
     if not body.wait:
         return accepted
     settled = await settle(request, session_id, accepted.get("event", 0))

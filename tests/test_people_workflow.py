@@ -224,3 +224,28 @@ async def test_a_verified_session_without_a_trusted_key_is_refused_at_start(
     with pytest.raises(WorkflowFailureError) as failure:
         await session.result()
     assert "verified_decisions needs a worker that trusts" in str(failure.value.cause)
+
+
+async def test_on_a_verified_session_a_message_needs_a_proof_of_its_author(agent: Agent, signing_key: Any) -> None:
+    """Four-eyes compares who asked with who approves: an author anyone could type would let
+    ana ask 'as bo' straight through Temporal and then approve her own request."""
+    from workflows.proofs import MESSAGE_CALL_ID
+
+    session = await agent.start("what is 2+2?", verified_decisions=True, four_eyes=True, by="ana")
+    await settled(session)
+    text = "please delete notes.txt"
+    assert "carries no proof" in await refused_update(session, "user_message_update", {"text": text, "by": "bo"})
+    await session.signal("user_message", {"text": text, "by": "bo"})
+    as_ana = sign_decision(signing_key, "local", session_id=session.id, call_id=MESSAGE_CALL_ID, action="message",
+                           by="ana", args_sha256=args_sha256({"text": text}))
+    assert "another text" in await refused_update(session, "user_message_update", {"text": "delete all", "proof": as_ana})
+    await session.execute_update("user_message_update", {"text": text, "by": "bo", "proof": as_ana})
+    [item] = await pending_items(session)
+    assert item["requested_by"] == "ana"
+    own = proof_for(signing_key, session.id, item, "approve", "ana")
+    assert "four-eyes" in await refused_update(session, "approve_update", {"call_id": item["call_id"], "proof": own})
+    await session.execute_update("approve_update", {"call_id": item["call_id"], "proof": proof_for(
+        signing_key, session.id, item, "approve", "bo")})
+    await settled(session)
+    transcript = await query(session, "transcript")
+    assert [m["content"] for m in transcript if m["role"] == "user"] == ["what is 2+2?", text]

@@ -690,7 +690,8 @@ class AgentWorkflow:
 
     @user_message_update.validator
     def check_user_message(self, payload: RawValue) -> None:
-        self.validate(payload, self.parse_message)
+        self.validate(payload, lambda value: self.verifier.check_message(
+            self.parse_message(value), workflow.info().workflow_id, workflow.now()))
 
     @workflow.signal
     def approve(self, payload: RawValue) -> None:
@@ -867,8 +868,9 @@ class AgentWorkflow:
         return message
 
     def receive_message(self, payload: Any) -> dict[str, Any]:
-        message = self.parse_message(payload)
-        self.inbox.append(message)
+        message, proof = self.verifier.check_message(self.parse_message(payload), workflow.info().workflow_id, workflow.now())
+        self.verifier.spend(proof, workflow.now())
+        self.inbox.append(message.model_copy(update={"proof": None}))
         if message.interrupt and self.state == "running":
             self.interrupt_requested = True
         return {"accepted": True, "turn": self.turn, "state": self.state, "interrupting": self.interrupt_requested,

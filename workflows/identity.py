@@ -4,7 +4,8 @@ A decision's `by` is whatever its sender typed, unless the session was started
 with verified decisions (the API does so by default). Then each approve,
 reject, answer, claim and release must carry a proof (workflows/proofs.py)
 that binds it to this session, this call, this verb and these arguments; the
-proof's person becomes `by`, and each proof counts once.
+proof's person becomes `by`, and each proof counts once. Messages need one
+too: four-eyes compares who asked with who approves.
 
 The trusted public keys reach the workflow through a local activity's recorded
 result, so a replay checks the same proofs against the same keys.
@@ -18,8 +19,9 @@ from typing import Sequence, TypeVar
 from pydantic import BaseModel, Field
 
 from workflows.pauses import Approve, DecisionBase, PendingCall, Refusal
-from workflows.proofs import FRESH_FOR, ProofError, verify_decision
+from workflows.proofs import FRESH_FOR, MESSAGE_CALL_ID, ProofError, verify_decision
 from workflows.rules import args_sha256
+from workflows.session import UserMessage
 
 SPENT_KEPT = 5_000
 
@@ -70,6 +72,27 @@ class Verifier(BaseModel):
             raise ProofRefusal("this proof was already used")
         proven = decision.model_copy(update={"by": claims.by, "call_id": claims.call_id})
         return proven, SpentProof(nonce=claims.nonce, issued_at=claims.issued_at)
+
+    def check_message(self, message: UserMessage, session_id: str, now: datetime) -> tuple[UserMessage, SpentProof | None]:
+        """A message's author counts (four-eyes compares it with the approver), so on a verified
+        session a message, too, must come with a proof of who wrote this very text."""
+        if not self.required:
+            return message, None
+        if message.proof is None:
+            raise ProofRefusal(
+                "this session accepts only verified messages (sent through the API): this one carries no proof"
+            )
+        try:
+            claims = verify_decision(message.proof, self.trusted_keys, now)
+        except ProofError as error:
+            raise ProofRefusal(str(error)) from None
+        if claims.session_id != session_id or claims.action != "message" or claims.call_id != MESSAGE_CALL_ID:
+            raise ProofRefusal("the proof was not made for a message to this session")
+        if claims.args_sha256 != args_sha256({"text": message.text}):
+            raise ProofRefusal("the proof was made for another text")
+        if any(spent.nonce == claims.nonce for spent in self.spent):
+            raise ProofRefusal("this proof was already used")
+        return message.model_copy(update={"by": claims.by}), SpentProof(nonce=claims.nonce, issued_at=claims.issued_at)
 
     def spend(self, proof: SpentProof | None, now: datetime) -> None:
         """Remember a used proof for as long as it could still pass as fresh."""

@@ -28,7 +28,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 VERSION = "v1"
 FRESH_FOR = timedelta(minutes=15)  # a proof older (or newer, clocks drift) than this is refused
 MAX_PROOF_BYTES = 2_000
-ProofAction = Literal["approve", "reject", "answer", "claim", "release"]
+ProofAction = Literal["approve", "reject", "answer", "claim", "release", "message"]
+MESSAGE_CALL_ID = "-"  # a message is about no call: its proof binds the text instead (args_sha256 of {"text": ...})
 
 
 class ProofError(Exception):

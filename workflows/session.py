@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.limits import Name, Note, Seconds, Text
+from workflows.limits import Name, Note, Proof, Seconds, Text
 from workflows.rules import DecisionRules
 
 SessionState = Literal["running", "awaiting_human", "idle", "closed"]
@@ -27,6 +27,7 @@ class UserMessage(BaseModel):
     text: Text
     by: Name | None = None
     interrupt: bool = False
+    proof: Proof | None = None  # required on sessions with verified_decisions
 
 
 class CancelRequest(BaseModel):
