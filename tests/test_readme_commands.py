@@ -60,6 +60,7 @@ API_SECTION = "## People anywhere: the HTTP API and the web inbox"  # run by tes
 STORY_SECTIONS = ("## Against any Temporal server", "## Driving a session with the `temporal` CLI alone", INBOX_SECTION, API_SECTION)
 MCP_TOOLS = "HITL_MCP_CONFIG=mcp.json python starter.py tools"
 MCP_WORKER = "HITL_MCP_CONFIG=mcp.json python worker.py"
+PUBLIC_KEY = "python decision_keys.py public"
 IN_DEPTH = ("## Human in the loop, in depth", "## Built-in tools")
 NOT_RUN = {
     "./test.sh": "it runs this very suite: a test cannot run the suite it is part of",
@@ -677,7 +678,7 @@ def processes_in(folder: Path) -> list[str]:
 # ------------------------------------------------------------------ the list itself
 
 def test_every_printed_command_is_run_or_excused() -> None:
-    run_elsewhere = {DEMO_COMMAND, LOCAL_MODEL_WORKER, OWN_TOOLS_WORKER, MCP_TOOLS, MCP_WORKER}
+    run_elsewhere = {DEMO_COMMAND, LOCAL_MODEL_WORKER, OWN_TOOLS_WORKER, MCP_TOOLS, MCP_WORKER, PUBLIC_KEY}
     stories = [c for heading in STORY_SECTIONS for block in bash_blocks(section(heading)) for c in command_lines(block)]
     in_depth = [c for commands in blocks() for c, _ in commands]
     run = {normalised(c) for c in [*stories, *in_depth, *run_elsewhere]}
@@ -685,3 +686,21 @@ def test_every_printed_command_is_run_or_excused() -> None:
     assert not unaccounted, f"README commands no test runs (run them, or say in NOT_RUN why not): {unaccounted}"
     stale = [command for command in NOT_RUN if command not in printed_commands()]
     assert not stale, f"NOT_RUN lists commands the README no longer prints: {stale}"
+
+
+def test_the_printed_public_key_is_the_one_that_verifies_the_apis_proofs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import base64
+    from datetime import datetime, timezone
+
+    import decision_keys
+    from workflows.proofs import sign_decision, verify_decision
+
+    seed = base64.b64encode(bytes(range(32))).decode()
+    environment = {**os.environ, "HITL_SIGNING_KEY": f"k1:{seed}", "HITL_KEYS_DIR": str(tmp_path)}
+    printed = subprocess.run([sys.executable, *PUBLIC_KEY.split()[1:]], cwd=ROOT, env=environment,
+                             capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+    key_id, public = printed.split(":", 1)
+    monkeypatch.setenv("HITL_SIGNING_KEY", f"k1:{seed}")
+    signer_id, key = decision_keys.signing_key()
+    proof = sign_decision(key, signer_id, session_id="s", call_id="c", action="approve", by="ana", args_sha256="x")
+    assert verify_decision(proof, {key_id: public}, datetime.now(timezone.utc)).by == "ana"
