@@ -156,10 +156,12 @@ async def test_recorded_history_replays(path: Path) -> None:
 LEGACY = CORPUS / "legacy"
 
 
-@pytest.mark.parametrize("path", sorted(LEGACY.glob("*.json")), ids=lambda p: p.stem[:80])
-async def test_sessions_recorded_before_long_session_hand_overs_still_replay(path: Path) -> None:
-    """Histories recorded before issue 8's changes (whole-conversation model inputs, hand-overs
-    only between turns): sessions paused then must finish on today's workers."""
+@pytest.mark.parametrize("path", sorted(LEGACY.rglob("*.json")), ids=lambda p: f"{p.parent.name}/{p.stem[:70]}")
+async def test_sessions_recorded_by_earlier_versions_still_replay(path: Path) -> None:
+    """Sessions paused under an earlier version must finish on today's workers. legacy/ holds
+    histories from before long-session hand-overs (whole-conversation model inputs, hand-overs
+    only between turns); legacy/before-inbox/ one run of each scenario from before search
+    attributes, claims and verified decisions."""
     workflow_id = path.stem.split("--")[1]
     history = WorkflowHistory.from_json(workflow_id, path.read_text())
     await replayer().replay_workflow(history)
