@@ -22,7 +22,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from activities.offline_model import OfflineModel
 from encryption import ENCODING, KEY_ID_METADATA, AesGcmCodec, EncryptionKeyError, derived_key_id, parse_keys
 from settings import data_converter
-from tests.conftest import pending_items, settled
+from tests.conftest import eventually, pending_items, settled
 from tests.stack import (
     ROOT, DevServer, api_server, new_key, private_dev_server, product_env, run_starter, temporal_cli,
 )
@@ -82,6 +82,14 @@ async def test_a_marker_typed_in_a_message_never_reaches_the_servers_database(
     )
     status = await settled(session)
     assert secret in json.dumps(await session.query("transcript")), "the key holder reads the conversation"
+    # A call waiting for a person puts its arguments in the memo inboxes list: encrypted too.
+    waiting = await client.start_workflow(
+        AgentWorkflow.run, {"message": f"please delete {secret}.txt"}, id=f"waiting-{uuid.uuid4().hex[:8]}",
+        task_queue=task_queue,
+    )
+    [item] = await pending_items(waiting)
+    memo = await eventually(lambda: waiting.describe(), lambda d: bool(d.raw_description.workflow_execution_info.memo.fields))
+    assert (await memo.memo())["hitl_pending"][0]["args"] == item["args"] == {"path": f"{secret}.txt"}
 
     # The same worker serves a session started by a client without the key: its
     # first message is stored as sent, which shows the scan below sees what is written.
