@@ -47,7 +47,7 @@ class Activity:
             self.tools_by_call[data.get("call_id", "")] = data.get("tool", "")
             self.tool, self.doing = data.get("tool"), "waiting for a person"
         elif event.type == "pause_settled":
-            self.tool = self.tools_by_call.get(data.get("call_id", ""), self.tool)
+            self.tool = data.get("tool") or self.tools_by_call.get(data.get("call_id", ""), self.tool)
             running = data.get("outcome") in ("approved", "edited")
             self.doing = f"running {self.tool}" if running and self.tool else "thinking"
         elif event.type == "tool_result":

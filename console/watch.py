@@ -35,6 +35,9 @@ def describe_event(event: SessionEvent, tools_by_call: dict[str, str] | None = N
         by = f" by {data['by']}" if data.get("by") else ""
         why = f": {data['reason']}" if data.get("reason") else ""
         text = f"✓ {data.get('call_id')} {data.get('outcome')}{by}{why}"
+    elif event.type == "vote":
+        text = (f"✓ {data.get('call_id')} approved by {data.get('by')}, "
+                f"{len(data.get('approvals') or [])} of {data.get('required_approvals')} approvals")
     elif event.type == "tool_result":
         first = (str(data.get("content") or "").strip().splitlines() or [""])[0]
         tool = data.get("tool") or (tools_by_call or {}).get(data.get("call_id", "")) or "tool"

@@ -28,6 +28,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 import console.events
 from console.events import RESYNC, SessionEvent, follow_events
+from console.watch import describe_event
 from tests.conftest import Agent, GatedModel, eventually, pending_items, query
 from tests.test_cli import ROOT, address
 
@@ -130,6 +131,21 @@ async def test_an_unknown_session_is_said_plainly() -> None:
     log.before_read = [RPCError("workflow not found", RPCStatusCode.NOT_FOUND, b"")]
     with pytest.raises(console.events.EventsUnavailable, match="no session scripted"):
         await followed(log)
+
+
+def test_each_event_reads_as_one_line() -> None:
+    def line(type_: str, **data: Any) -> str:
+        return describe_event(SessionEvent(id=7, type=type_, data=data)).split("  ", 1)[1]
+
+    assert line("vote", call_id="call_1", by="ana", approvals=["ana"], required_approvals=2) == (
+        "✓ call_1 approved by ana, 1 of 2 approvals")
+    assert line("pause_settled", call_id="call_1", tool="delete_file", outcome="rejected", by="bo", reason="keep it") == (
+        "✓ call_1 rejected by bo: keep it")
+    assert line("tool_result", call_id="call_2", content="Deleted a.txt.\nmore") == "← tool (call_2): Deleted a.txt."
+    assert describe_event(SessionEvent(id=3, type="tool_result", data={"call_id": "c"}), {"c": "send_email"}).endswith(
+        "← send_email (c): ")
+    assert line("claimed", call_id="call_1", by="ana", until="2026-01-01T00:15:00Z") == (
+        "call_1 claimed by ana until 2026-01-01T00:15:00Z")
 
 
 # ------------------------------------------------------------------ stories on a real server
