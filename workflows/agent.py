@@ -115,11 +115,18 @@ HAND_OVER_ANYWHERE = "continue-as-new-inside-turns-and-pauses"
 CLOSE_AFTER_NOTIFICATIONS = "close-after-notifications"
 # Sessions started before this change publish no search attributes and know no proofs.
 PUBLISH_AND_VERIFY = "search-attributes-claims-verified-decisions"
+# Sessions started before this change checked edited arguments against MCP schemas' regexes in
+# the workflow (see catalog/schema_tools.py, without_regexes).
+EDITS_WITHOUT_REGEXES = "edited-arguments-without-schema-regexes"
 # Past these the session stops waiting for people rather than be ended by Temporal.
 HISTORY_EVENTS_CRITICAL = 45_000
 HISTORY_BYTES_CRITICAL = 40_000_000
 RULE_FIELDS = {"approvers", "required_approvals", "auto_approve", "require_approval"}
 PAGE_BYTES = 1_500_000  # a query answer stays below Temporal's 2 MB
+# Temporal admits 10 Updates in flight per workflow; waiters beyond this many answer the oldest
+# at once, so callers that wait for ever (an `after_event` nobody reaches) leave room for decisions.
+MAX_WAITERS = 4
+WAITERS_BOUNDED = "wait-until-settled-bounded"
 AUDIT_EVENT: dict[Outcome, str] = {
     "approved": "approved", "edited": "edited", "rejected": "rejected", "declined": "rejected",
     "answered": "answered", "timed_out": "timed_out", "moved_on": "cancelled", "cancelled": "cancelled",
@@ -174,9 +181,12 @@ class AgentWorkflow:
         self.hand_over_blocked = False
         self.handing_over = False
         self.settled_event = 0  # the event id at which the session last stopped running
+        self.waiters: list[int] = []  # wait_until_settled calls still waiting, oldest first
+        self.waiters_seen = 0
         self.event_log = EventLog()
         self.publisher = Publisher()
         self.verifier = Verifier(required=self.config.verified_decisions)
+        self.edit_regexes = False  # set in run() for histories recorded before EDITS_WITHOUT_REGEXES
         if carried is not None:
             self.resume(carried)
 
@@ -209,6 +219,7 @@ class AgentWorkflow:
         self.hands_over_anywhere = workflow.patched(HAND_OVER_ANYWHERE)
         # Asked before any local activity: a replay must meet the markers in the order they were made.
         publishes_and_verifies = workflow.patched(PUBLISH_AND_VERIFY)
+        self.edit_regexes = not workflow.patched(EDITS_WITHOUT_REGEXES)
         if self.hands_over_anywhere and workflow.info().continued_run_id is None:
             await self.check_tool_names()
         if publishes_and_verifies:
@@ -770,16 +781,27 @@ class AgentWorkflow:
     async def wait_until_settled(self, payload: RawValue) -> dict[str, Any]:
         """Answers once the session stops running (a pause, an answer, closed) after the event
         id `after_event` (default 0: the first turn), so a caller gets the outcome of its
-        message in one request. It also answers, still running, when the run hands over to
-        a new one (continue-as-new): the caller asks again."""
+        message in one request. It also answers, perhaps still running, when the run hands over
+        to a new one (continue-as-new) and when more than MAX_WAITERS wait (the oldest): the
+        caller asks again."""
         try:
             request = decoded(payload) or {}
             after = int(request.get("after_event", 0)) if isinstance(request, dict) else 0
         except (Refusal, TypeError, ValueError, OverflowError):
             after = 0
-        await workflow.wait_condition(
-            lambda: (self.state != "running" and self.settled_event > after) or self.handing_over
-        )
+        self.waiters_seen += 1
+        waiter = self.waiters_seen
+        self.waiters.append(waiter)
+        if len(self.waiters) > MAX_WAITERS and workflow.patched(WAITERS_BOUNDED):
+            self.waiters.pop(0)  # the oldest answers now, with the session as it is
+        try:
+            await workflow.wait_condition(
+                lambda: (self.state != "running" and self.settled_event > after) or self.handing_over
+                or waiter not in self.waiters
+            )
+        finally:
+            if waiter in self.waiters:
+                self.waiters.remove(waiter)
         return {"status": self.status(), "pending": self.pending(), "event": self.event_log.last_id}
 
     def approve_call(self, payload: Any) -> dict[str, Any]:
@@ -805,7 +827,7 @@ class AgentWorkflow:
         """The one rule book for decisions, shared by signals and Update validators."""
         self.refuse_if_closing()
         decision, proof = self.proven(parse_decision(verb, payload))
-        return self.pauses.decide(decision, CATALOG, workflow.now()), proof
+        return self.pauses.decide(decision, CATALOG, workflow.now(), regexes=self.edit_regexes), proof
 
     def decide_and_apply(self, verb: str, payload: Any) -> dict[str, Any]:
         verdict, proof = self.decide(verb, payload)
