@@ -85,3 +85,49 @@ async def test_an_edit_against_a_backtracking_schema_regex_does_not_fail_the_wor
     assert ran == []
     [result] = [m["content"] for m in answers["transcript"] if m["role"] == "tool"]
     assert "does not match" in result, result
+
+
+def test_an_mcp_tool_cannot_take_the_name_of_another_servers_tool() -> None:
+    """Server "gh" with tool "x__y" and server "gh__x" with tool "y" are both offered as mcp__gh__x__y:
+    the later list replaced the other server's tool, read-only hint and all, and a change to it
+    took the other server's tool away."""
+    from mcp import types
+
+    from activities.mcp import McpToolbox, parse_config
+    from catalog import ToolCatalog
+
+    catalog = ToolCatalog()
+    toolbox = McpToolbox(parse_config({"mcpServers": {"gh__x": {"command": "a"}, "gh": {"command": "b"}}}), catalog)
+    schema = {"type": "object", "properties": {}}
+    toolbox.offer("gh__x", [types.Tool(name="y", inputSchema=schema,
+                                       annotations=types.ToolAnnotations(destructiveHint=True))])
+    toolbox.offer("gh", [types.Tool(name="x__y", inputSchema=schema, annotations=types.ToolAnnotations(readOnlyHint=True))])
+    spec = catalog.get("mcp__gh__x__y")
+    assert spec is not None and spec.needs_approval and spec.destructive and spec.source == "MCP server gh__x"
+    assert toolbox.skipped["gh"] == ["x__y (mcp__gh__x__y is already offered by MCP server gh__x)"]
+    toolbox.offer("gh", [])
+    assert catalog.get("mcp__gh__x__y") is spec
+
+
+async def test_a_start_memo_the_session_cannot_read_does_not_fail_its_workflow_tasks(agent: Agent) -> None:
+    """Whoever starts a session sets its memo; the publisher read `hitl_pending` from it and an
+    unknown encoding failed every workflow task of the session."""
+    from temporalio.api.common.v1 import Payload
+    from temporalio.common import RawValue
+
+    from workflows.agent import AgentWorkflow
+    from workflows.visibility import MEMO_KEY
+
+    unreadable = RawValue(Payload(metadata={"encoding": b"binary/unknown"}, data=b"\x00"))
+    session = await agent.client.start_workflow(
+        AgentWorkflow.run, {"message": "please delete notes.txt"}, id=f"session-memo-{agent.task_queue}",
+        task_queue=agent.task_queue, memo={MEMO_KEY: unreadable},
+    )
+    [item] = await pending_items(session)
+    await assert_healthy(session)
+
+    async def memo() -> Any:
+        return await (await session.describe()).memo()
+
+    shown = await eventually(memo, lambda found: isinstance(found.get(MEMO_KEY), list))
+    assert [row["call_id"] for row in shown[MEMO_KEY]] == [item["call_id"]]

@@ -112,7 +112,10 @@ class Publisher:
         self.registered = set(registered) & set(SEARCH_ATTRIBUTE_NAMES)
         current = workflow.info().typed_search_attributes
         self.attributes = {name: current.get(KEYS[name]) for name in SEARCH_ATTRIBUTE_NAMES}
-        memo = workflow.memo_value(MEMO_KEY, default=None)
+        try:  # whoever starts a session sets its first memo: one we cannot read is replaced
+            memo = workflow.memo_value(MEMO_KEY, default=None)
+        except Exception:
+            memo = None
         self.memo = memo if isinstance(memo, list) else []
 
     def publish(self, state: str, items: Sequence[PendingCall], now: datetime) -> None:

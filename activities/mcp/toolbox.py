@@ -87,7 +87,7 @@ class McpToolbox:
         for tool in tools:
             name = offered_name(server, tool.name)
             problem = None if OFFERED_NAME.match(name) else "its name does not fit mcp__<server>__<tool> in 64 letters, digits, _ or -"
-            problem = problem or schema_problem(tool.inputSchema)
+            problem = problem or self.taken(server, name) or schema_problem(tool.inputSchema)
             if problem:
                 skipped.append(f"{tool.name} ({problem})")
                 continue
@@ -108,6 +108,15 @@ class McpToolbox:
         if skipped and skipped != self.skipped[server]:
             log.warning("MCP server %s: not offering %s", server, "; ".join(skipped))
         self.offered[server], self.skipped[server] = offered, skipped
+
+    def taken(self, server: str, name: str) -> str | None:
+        """Why `name` is not this server's to offer: server "a" with tool "b__c" and server "a__b"
+        with tool "c" are both mcp__a__b__c. The first keeps it, so a server cannot put its own
+        tool (and its own read-only hint) in the place of another's, nor take that one away."""
+        if name in self.offered[server] or self.catalog.get(name) is None:
+            return None
+        owner = next((other for other, names in self.offered.items() if name in names), None)
+        return f"{name} is already offered by {f'MCP server {owner}' if owner else 'the worker'}"
 
     def _runner(self, server: str, tool: str, repeatable: bool) -> Any:
         async def run(args: dict[str, Any], context: ToolContext) -> str:
