@@ -29,6 +29,7 @@ from activities.run_tool import ToolActivities
 from exit_cleanly import exit_now
 from settings import Settings, connect
 from workflows.agent import AgentWorkflow
+from workflows.arity import OneArgument
 
 
 # The sandbox re-imports every module a workflow uses, once per workflow run.
@@ -150,6 +151,7 @@ def build_worker(
         workflows=[AgentWorkflow],
         activities=[model.call_model, tools.run_tool, notify.notify, unknown_tools, environment.session_environment],
         workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX),
+        interceptors=[OneArgument()],  # a signal or Update sent with no or several arguments
         # A rejected Update is answered with the request it rejects; the worker's own
         # size check would turn a caller's oversized Update into a task that fails for
         # ever. The server still refuses anything it would store over its limits.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from temporalio.client import WorkflowUpdateStage
+from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
 
 from catalog import CATALOG, SchemaToolSpec, ToolContext
 from console.inbox import read_inbox
@@ -131,3 +131,32 @@ async def test_a_start_memo_the_session_cannot_read_does_not_fail_its_workflow_t
 
     shown = await eventually(memo, lambda found: isinstance(found.get(MEMO_KEY), list))
     assert [row["call_id"] for row in shown[MEMO_KEY]] == [item["call_id"]]
+
+
+async def test_a_signal_or_update_with_no_or_several_arguments_does_not_fail_the_workflow_task(
+    env: Any, agent: Agent,
+) -> None:
+    """`temporal workflow signal --name approve` without --input sends no argument: the handler
+    raised TypeError and every workflow task failed from then on. None now means the one pending
+    call; several arguments are refused and recorded."""
+    from tests.test_people_workflow import cli
+
+    session = await agent.start("please delete notes.txt")
+    [item] = await pending_items(session)
+    await session.signal("approve", args=[{"call_id": item["call_id"]}, {"by": "bo"}])
+    await session.signal("claim", args=[])  # refused: a claim needs a `by`
+    for name, args in [("wait_until_settled", [{}, {}]), ("approve_update", [{}, {}])]:
+        try:
+            await asyncio.wait_for(session.execute_update(name, args=args), 10)
+        except WorkflowUpdateFailedError as failure:
+            assert "2 arguments" in str(failure.cause), failure.cause
+    await eventually(lambda: query(session, "audit"), lambda audit: sum(e["event"] == "refused" for e in audit) >= 2)
+    assert len(await query(session, "pending")) == 1
+    code, output = await cli(env, "workflow", "signal", "--workflow-id", session.id, "--name", "approve")
+    assert code == 0, output
+    await settled(session)
+    assert not (agent.workspace / "notes.txt").exists()
+    await session.execute_update("wait_until_settled", args=[])
+    audit = await assert_healthy(session)
+    reasons = [e["reason"] for e in audit["audit"] if e["event"] == "refused"]
+    assert any("2 arguments were sent" in reason for reason in reasons), reasons

@@ -24,6 +24,7 @@ from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from workflows.arity import TooManyArguments
 from workflows.conversation import ChatMessage, Conversation, ModelReply, message_sha256
 from workflows.events import EventLog, EventsRequest
 from workflows.forms import describe_validation_error
@@ -1119,8 +1120,13 @@ class AgentWorkflow:
         )
 
 
-def decoded(payload: RawValue) -> Any:
-    """A raw payload as plain JSON values, or a Refusal that says what is wrong with it."""
+def decoded(payload: RawValue | None | TooManyArguments) -> Any:
+    """A raw payload as plain JSON values, or a Refusal that says what is wrong with it.
+    None when nothing was sent (see workflows/arity.py)."""
+    if payload is None:
+        return None
+    if not isinstance(payload, RawValue):  # TooManyArguments (made outside the sandbox: compared by what it is)
+        raise Refusal(f"malformed payload: {getattr(payload, 'count', 'several')} arguments were sent; send one JSON value")
     try:
         return workflow.payload_converter().from_payload(payload.payload, None)
     except Exception as error:
