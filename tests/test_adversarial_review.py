@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
 
 from catalog import CATALOG, SchemaToolSpec, ToolContext
 from console.inbox import read_inbox
 from tests.conftest import Agent, eventually, pending_items, query, settled
 from tests.fake_openai import FakeOpenAI, text, tool_calls
-from tests.session_health import assert_healthy
+from tests.session_health import assert_healthy, assert_no_failed_workflow_task
 
 
 async def test_many_approvers_do_not_fail_the_search_attribute_upsert(agent: Agent) -> None:
@@ -160,3 +161,16 @@ async def test_a_signal_or_update_with_no_or_several_arguments_does_not_fail_the
     audit = await assert_healthy(session)
     reasons = [e["reason"] for e in audit["audit"] if e["event"] == "refused"]
     assert any("2 arguments were sent" in reason for reason in reasons), reasons
+
+
+async def test_a_session_started_without_input_fails_at_once_with_the_reason(agent: Agent) -> None:
+    """`temporal workflow start --type AgentWorkflow` without --input: __init__ raised TypeError
+    and the session stayed running, its every workflow task failing."""
+    from temporalio.client import WorkflowFailureError
+
+    session = await agent.client.start_workflow("AgentWorkflow", args=[], id=f"session-bare-{agent.task_queue}",
+                                                task_queue=agent.task_queue)
+    with pytest.raises(WorkflowFailureError) as failure:
+        await asyncio.wait_for(session.result(), 30)
+    assert "invalid session input" in str(failure.value.cause)
+    await assert_no_failed_workflow_task(session)

@@ -149,7 +149,7 @@ class PageRequest(BaseModel):
 @workflow.defn
 class AgentWorkflow:
     @workflow.init
-    def __init__(self, request: RawValue) -> None:
+    def __init__(self, request: RawValue = None) -> None:  # type: ignore[assignment]  # none sent: refused below
         self.setup_error: str | None = None
         self.config, carried = self.read_input(request)
         # Used to plan replies recorded before the catalog's verdict was (workflows/planning.py).
@@ -191,7 +191,7 @@ class AgentWorkflow:
         if carried is not None:
             self.resume(carried)
 
-    def read_input(self, request: RawValue) -> tuple[SessionInput, CarriedState | None]:
+    def read_input(self, request: RawValue | None) -> tuple[SessionInput, CarriedState | None]:
         """The start input, or a setup error that fails the session at once with the reason."""
         try:
             config = SessionInput.model_validate(decoded(request))
@@ -214,7 +214,7 @@ class AgentWorkflow:
     # ------------------------------------------------------------------ the loop
 
     @workflow.run
-    async def run(self, request: RawValue) -> SessionSummary:
+    async def run(self, request: RawValue = None) -> SessionSummary:  # type: ignore[assignment]
         if self.setup_error:
             raise ApplicationError(self.setup_error, type="InvalidSessionInput", non_retryable=True)
         self.hands_over_anywhere = workflow.patched(HAND_OVER_ANYWHERE)
