@@ -23,7 +23,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from activities.mcp import McpConfigError, McpToolbox, toolbox_from_env
 from activities.notify import NotifyActivities
-from activities.model import ModelActivities, ModelBackend, backend_from_env, unknown_tools
+from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, unknown_tools
 from activities.session_environment import SessionEnvironment
 from activities.run_tool import ToolActivities
 from exit_cleanly import exit_now
@@ -149,7 +149,8 @@ def build_worker(
         client,
         task_queue=task_queue,
         workflows=[AgentWorkflow],
-        activities=[model.call_model, tools.run_tool, notify.notify, unknown_tools, environment.session_environment],
+        activities=[model.call_model, tools.run_tool, notify.notify, unknown_tools, catalog_verdicts,
+                    environment.session_environment],
         workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX),
         interceptors=[OneArgument()],  # a signal or Update sent with no or several arguments
         # A rejected Update is answered with the request it rejects; the worker's own

@@ -65,7 +65,7 @@ from workflows.pauses import (
     parse_decision,
 )
 from workflows.planning import PlannedCall, plan_reply, with_unique_call_ids
-from workflows.requests import ConversationRef, ModelRequest, Notification, SessionFacts, ToolInvocation
+from workflows.requests import ConversationRef, ModelRequest, Notification, SessionFacts, ToolInvocation, VerdictRequest
 from workflows.rules import Grant, args_sha256, grant_from
 from workflows.session import (
     DEFAULT_SYSTEM_PROMPT,
@@ -119,6 +119,9 @@ PUBLISH_AND_VERIFY = "search-attributes-claims-verified-decisions"
 # Sessions started before this change checked edited arguments against MCP schemas' regexes in
 # the workflow (see catalog/schema_tools.py, without_regexes).
 EDITS_WITHOUT_REGEXES = "edited-arguments-without-schema-regexes"
+# Sessions started before this change took the catalog's verdict from the model activity's result,
+# which anyone who reaches the frontend can complete in its place (see judge_calls).
+VERDICTS_BY_LOCAL_ACTIVITY = "catalog-verdicts-by-local-activity"
 # Past these the session stops waiting for people rather than be ended by Temporal.
 HISTORY_EVENTS_CRITICAL = 45_000
 HISTORY_BYTES_CRITICAL = 40_000_000
@@ -188,6 +191,7 @@ class AgentWorkflow:
         self.publisher = Publisher()
         self.verifier = Verifier(required=self.config.verified_decisions)
         self.edit_regexes = False  # set in run() for histories recorded before EDITS_WITHOUT_REGEXES
+        self.verdicts_locally = True  # likewise, VERDICTS_BY_LOCAL_ACTIVITY
         if carried is not None:
             self.resume(carried)
 
@@ -221,6 +225,7 @@ class AgentWorkflow:
         # Asked before any local activity: a replay must meet the markers in the order they were made.
         publishes_and_verifies = workflow.patched(PUBLISH_AND_VERIFY)
         self.edit_regexes = not workflow.patched(EDITS_WITHOUT_REGEXES)
+        self.verdicts_locally = workflow.patched(VERDICTS_BY_LOCAL_ACTIVITY)
         if self.hands_over_anywhere and workflow.info().continued_run_id is None:
             await self.check_tool_names()
         if publishes_and_verifies:
@@ -334,6 +339,8 @@ class AgentWorkflow:
                 self.last_answer = reply.content or ""
                 self.event_log.add("answer", workflow.now(), text=self.last_answer)
                 break
+            if self.verdicts_locally:
+                reply = await self.judge_calls(reply)
             self.step = Step(plans=plan_reply(reply, self.offered, self.config))
             for plan in self.step.plans:
                 self.open_pause_if_needed(plan)
@@ -396,6 +403,19 @@ class AgentWorkflow:
         reply = with_unique_call_ids(reply, set(self.used_call_ids) | self.conversation.used_call_ids(), self.total_steps)
         self.used_call_ids = newest([*self.used_call_ids, *(call.id for call in reply.tool_calls)], CALL_IDS_KEPT)
         return reply
+
+    async def judge_calls(self, reply: ModelReply) -> ModelReply:
+        """The reply with the catalog's verdict on each call (run, ask a person, refuse) from a
+        local activity. The model activity's own verdict is not taken: anyone who reaches the
+        Temporal frontend can complete an activity by its id, and a forged `"action": "run"`
+        would run a call no person decided, on verified sessions too. A local activity runs
+        in this worker and is recorded as a marker: nobody outside can answer it."""
+        plans = await workflow.execute_local_activity(
+            "catalog_verdicts", VerdictRequest(reply=reply.model_copy(update={"catalog_plans": None}), tools=self.config.tools),
+            result_type=list[dict[str, Any]], start_to_close_timeout=timedelta(seconds=30),
+            summary="judge the calls against the tool catalog",
+        )
+        return reply.model_copy(update={"catalog_plans": plans})
 
     async def finish_step(self) -> None:
         """Settle every call of the step: wait for decisions, run what may run, wait for reviews.
