@@ -14,6 +14,7 @@ from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
 
 from catalog import CATALOG, SchemaToolSpec, ToolContext
 from console.inbox import read_inbox
+from tests.api_server import api, signing_key  # noqa: F401  (fixtures)
 from tests.conftest import Agent, eventually, pending_items, query, settled
 from tests.fake_openai import FakeOpenAI, text, tool_calls
 from tests.session_health import assert_healthy, assert_no_failed_workflow_task
@@ -211,3 +212,23 @@ async def test_a_forged_model_activity_completion_cannot_run_a_call_no_person_de
     assert item["tool"] == "delete_file" and item["kind"] == "approval"
     assert (agent.workspace / "notes.txt").exists()
     await assert_healthy(session)
+
+
+async def test_the_api_refuses_a_huge_body_before_reading_it(api: Any) -> None:
+    """FastAPI parsed a JSON body before it checked the token: anyone who reached the API could
+    make it hold any number of bytes in memory, and got their 401 only afterwards."""
+    from api.body_limit import MAX_BODY_BYTES
+
+    async with api.as_(None) as anonymous:
+        declared = await anonymous.post("/sessions", content=b"{" * (MAX_BODY_BYTES + 1),
+                                        headers={"content-type": "application/json"})
+        assert declared.status_code == 413, declared.text
+
+        async def streamed() -> Any:
+            for _ in range(MAX_BODY_BYTES // 1_000_000 + 2):
+                yield b" " * 1_000_000
+
+        chunked = await anonymous.post("/sessions", content=streamed(), headers={"content-type": "application/json"})
+        assert chunked.status_code == 413, chunked.text
+    async with api.as_("ana") as ana:
+        assert (await ana.post("/sessions", content=b"{not json", headers={"content-type": "application/json"})).status_code == 422
