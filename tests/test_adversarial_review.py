@@ -232,3 +232,28 @@ async def test_the_api_refuses_a_huge_body_before_reading_it(api: Any) -> None:
         assert chunked.status_code == 413, chunked.text
     async with api.as_("ana") as ana:
         assert (await ana.post("/sessions", content=b"{not json", headers={"content-type": "application/json"})).status_code == 422
+
+
+async def test_an_mcp_tool_with_a_huge_description_is_not_offered(openai_agent: tuple[Agent, FakeOpenAI]) -> None:
+    """Every model call carries the offered tools (through the `model_context` query): one MCP tool
+    with a 2.5 MB description made the model call of every session fail."""
+    from mcp import types
+
+    from activities.mcp import McpToolbox, parse_config
+
+    agent, fake = openai_agent
+    toolbox = McpToolbox(parse_config({"mcpServers": {"big": {"command": "unused"}}}))
+    toolbox.offer("big", [
+        types.Tool(name="huge", description="d" * 2_500_000, inputSchema={"type": "object"}),
+        types.Tool(name="small", description="fine", inputSchema={"type": "object"}),
+    ])
+    try:
+        fake.script(text("hello"))
+        session = await agent.start("hi")
+        status = await settled(session)
+    finally:
+        for name in toolbox.offered["big"]:
+            CATALOG.remove(name)
+    assert status["error"] is None and status["last_answer"] == "hello", status
+    assert "mcp__big__small" in status["tools"] and "mcp__big__huge" not in status["tools"]
+    assert toolbox.skipped["big"] == ["huge (its description and schema are 2500022 bytes; at most 32000)"]
