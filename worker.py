@@ -23,12 +23,13 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from activities.mcp import McpConfigError, McpToolbox, toolbox_from_env
 from activities.notify import NotifyActivities
-from activities.model import ModelActivities, ModelBackend, backend_from_env, unknown_tools
+from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, unknown_tools
 from activities.session_environment import SessionEnvironment
 from activities.run_tool import ToolActivities
 from exit_cleanly import exit_now
 from settings import Settings, connect
 from workflows.agent import AgentWorkflow
+from workflows.arity import OneArgument
 
 
 # The sandbox re-imports every module a workflow uses, once per workflow run.
@@ -148,8 +149,10 @@ def build_worker(
         client,
         task_queue=task_queue,
         workflows=[AgentWorkflow],
-        activities=[model.call_model, tools.run_tool, notify.notify, unknown_tools, environment.session_environment],
+        activities=[model.call_model, tools.run_tool, notify.notify, unknown_tools, catalog_verdicts,
+                    environment.session_environment],
         workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX),
+        interceptors=[OneArgument()],  # a signal or Update sent with no or several arguments
         # A rejected Update is answered with the request it rejects; the worker's own
         # size check would turn a caller's oversized Update into a task that fails for
         # ever. The server still refuses anything it would store over its limits.

@@ -18,7 +18,7 @@ from settings import Settings
 from workflows.conversation import ModelReply
 from workflows.planning import catalog_plans
 from workflows.rules import DecisionRules
-from workflows.requests import ConversationRef, ModelRequest
+from workflows.requests import ConversationRef, ModelRequest, VerdictRequest
 
 HEARTBEAT_EVERY_SECONDS = 5
 MODEL_ATTEMPTS = 6
@@ -85,6 +85,13 @@ class ModelActivities:
 async def unknown_tools(rules: dict) -> list[str]:
     """What a session's rules name that this worker's catalog does not have (a local activity)."""
     return DecisionRules.model_validate(rules).unknown_tools(set(CATALOG.names()))
+
+
+@activity.defn(name="catalog_verdicts")
+async def catalog_verdicts(request: VerdictRequest) -> list[dict]:
+    """The catalog's verdict on each call of a reply (a local activity, see AgentWorkflow.judge_calls)."""
+    offered = {spec.name: spec for spec in CATALOG.select(request.tools)}
+    return catalog_plans(request.reply, offered)
 
 
 def with_catalog_plans(reply: ModelReply, request: ModelRequest) -> ModelReply:

@@ -20,6 +20,7 @@ from temporalio.converter import PayloadCodec
 
 from api import calls, codec, events, inbox, people, sessions, web
 from api.auth import StreamTickets, TokenBook, TokenFileError
+from api.body_limit import BodyLimit
 from api.gateway import Temporal, ticket_secret
 from decision_keys import KeyConfigError
 from decision_keys import signing_key as read_signing_key
@@ -57,6 +58,7 @@ def create_app(
         allow_methods=["POST", "GET", "OPTIONS"],
         allow_headers=["Authorization", "Content-Type", "X-Namespace"],
     )
+    app.add_middleware(BodyLimit)  # added last: it runs first, before anything reads a body
     app.include_router(codec.router)
     for resource in (sessions, calls, inbox, events, people, web):
         app.include_router(resource.router)

@@ -10,7 +10,7 @@ with, which replays the same whatever the server offers today.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterator
 
 import jsonschema
 from jsonschema.exceptions import best_match
@@ -36,9 +36,38 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
     return None
 
 
-def validate_arguments(schema: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
-    """`args` when they fit `schema`, else ArgumentsRejected with the most relevant error."""
+def _no_check(*_: Any) -> Iterator[Any]:
+    return iter(())
+
+
+def without_regexes(validator_class: Any) -> Any:
+    """The validator, minus every keyword that runs one of the schema's regexes.
+
+    A server's regex can backtrack for hours on a short string ("^(a+)+$" on 40
+    characters). In the workflow that fails every workflow task for ever (Temporal's
+    deadlock detector) and pins a worker thread, so edited arguments are checked there
+    without these; the tool activity checks them whole (SchemaToolSpec.run) before
+    anything is sent to the server."""
+    additional = validator_class.VALIDATORS.get("additionalProperties")
+
+    def additional_properties(validator: Any, value: Any, instance: Any, schema: dict[str, Any]) -> Any:
+        # Which properties are additional depends on patternProperties' regexes: not judged then.
+        if additional is None or "patternProperties" in schema:
+            return iter(())
+        return additional(validator, value, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {
+        "pattern": _no_check, "patternProperties": _no_check, "unevaluatedProperties": _no_check,
+        "additionalProperties": additional_properties,
+    })
+
+
+def validate_arguments(schema: dict[str, Any], args: dict[str, Any], regexes: bool = True) -> dict[str, Any]:
+    """`args` when they fit `schema`, else ArgumentsRejected with the most relevant error
+    (without `regexes`, the schema's regular expressions are not applied: see without_regexes)."""
     validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    if not regexes:
+        validator_class = without_regexes(validator_class)
     error = best_match(validator_class(schema).iter_errors(args))
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path)

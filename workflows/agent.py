@@ -24,6 +24,7 @@ from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from workflows.arity import TooManyArguments
 from workflows.conversation import ChatMessage, Conversation, ModelReply, message_sha256
 from workflows.events import EventLog, EventsRequest
 from workflows.forms import describe_validation_error
@@ -64,7 +65,7 @@ from workflows.pauses import (
     parse_decision,
 )
 from workflows.planning import PlannedCall, plan_reply, with_unique_call_ids
-from workflows.requests import ConversationRef, ModelRequest, Notification, SessionFacts, ToolInvocation
+from workflows.requests import ConversationRef, ModelRequest, Notification, SessionFacts, ToolInvocation, VerdictRequest
 from workflows.rules import Grant, args_sha256, grant_from
 from workflows.session import (
     DEFAULT_SYSTEM_PROMPT,
@@ -115,11 +116,21 @@ HAND_OVER_ANYWHERE = "continue-as-new-inside-turns-and-pauses"
 CLOSE_AFTER_NOTIFICATIONS = "close-after-notifications"
 # Sessions started before this change publish no search attributes and know no proofs.
 PUBLISH_AND_VERIFY = "search-attributes-claims-verified-decisions"
+# Sessions started before this change checked edited arguments against MCP schemas' regexes in
+# the workflow (see catalog/schema_tools.py, without_regexes).
+EDITS_WITHOUT_REGEXES = "edited-arguments-without-schema-regexes"
+# Sessions started before this change took the catalog's verdict from the model activity's result,
+# which anyone who reaches the frontend can complete in its place (see judge_calls).
+VERDICTS_BY_LOCAL_ACTIVITY = "catalog-verdicts-by-local-activity"
 # Past these the session stops waiting for people rather than be ended by Temporal.
 HISTORY_EVENTS_CRITICAL = 45_000
 HISTORY_BYTES_CRITICAL = 40_000_000
 RULE_FIELDS = {"approvers", "required_approvals", "auto_approve", "require_approval"}
 PAGE_BYTES = 1_500_000  # a query answer stays below Temporal's 2 MB
+# Temporal admits 10 Updates in flight per workflow; waiters beyond this many answer the oldest
+# at once, so callers that wait for ever (an `after_event` nobody reaches) leave room for decisions.
+MAX_WAITERS = 4
+WAITERS_BOUNDED = "wait-until-settled-bounded"
 AUDIT_EVENT: dict[Outcome, str] = {
     "approved": "approved", "edited": "edited", "rejected": "rejected", "declined": "rejected",
     "answered": "answered", "timed_out": "timed_out", "moved_on": "cancelled", "cancelled": "cancelled",
@@ -141,7 +152,7 @@ class PageRequest(BaseModel):
 @workflow.defn
 class AgentWorkflow:
     @workflow.init
-    def __init__(self, request: RawValue) -> None:
+    def __init__(self, request: RawValue = None) -> None:  # type: ignore[assignment]  # none sent: refused below
         self.setup_error: str | None = None
         self.config, carried = self.read_input(request)
         # Used to plan replies recorded before the catalog's verdict was (workflows/planning.py).
@@ -174,13 +185,17 @@ class AgentWorkflow:
         self.hand_over_blocked = False
         self.handing_over = False
         self.settled_event = 0  # the event id at which the session last stopped running
+        self.waiters: list[int] = []  # wait_until_settled calls still waiting, oldest first
+        self.waiters_seen = 0
         self.event_log = EventLog()
         self.publisher = Publisher()
         self.verifier = Verifier(required=self.config.verified_decisions)
+        self.edit_regexes = False  # set in run() for histories recorded before EDITS_WITHOUT_REGEXES
+        self.verdicts_locally = True  # likewise, VERDICTS_BY_LOCAL_ACTIVITY
         if carried is not None:
             self.resume(carried)
 
-    def read_input(self, request: RawValue) -> tuple[SessionInput, CarriedState | None]:
+    def read_input(self, request: RawValue | None) -> tuple[SessionInput, CarriedState | None]:
         """The start input, or a setup error that fails the session at once with the reason."""
         try:
             config = SessionInput.model_validate(decoded(request))
@@ -203,12 +218,14 @@ class AgentWorkflow:
     # ------------------------------------------------------------------ the loop
 
     @workflow.run
-    async def run(self, request: RawValue) -> SessionSummary:
+    async def run(self, request: RawValue = None) -> SessionSummary:  # type: ignore[assignment]
         if self.setup_error:
             raise ApplicationError(self.setup_error, type="InvalidSessionInput", non_retryable=True)
         self.hands_over_anywhere = workflow.patched(HAND_OVER_ANYWHERE)
         # Asked before any local activity: a replay must meet the markers in the order they were made.
         publishes_and_verifies = workflow.patched(PUBLISH_AND_VERIFY)
+        self.edit_regexes = not workflow.patched(EDITS_WITHOUT_REGEXES)
+        self.verdicts_locally = workflow.patched(VERDICTS_BY_LOCAL_ACTIVITY)
         if self.hands_over_anywhere and workflow.info().continued_run_id is None:
             await self.check_tool_names()
         if publishes_and_verifies:
@@ -322,6 +339,8 @@ class AgentWorkflow:
                 self.last_answer = reply.content or ""
                 self.event_log.add("answer", workflow.now(), text=self.last_answer)
                 break
+            if self.verdicts_locally:
+                reply = await self.judge_calls(reply)
             self.step = Step(plans=plan_reply(reply, self.offered, self.config))
             for plan in self.step.plans:
                 self.open_pause_if_needed(plan)
@@ -384,6 +403,19 @@ class AgentWorkflow:
         reply = with_unique_call_ids(reply, set(self.used_call_ids) | self.conversation.used_call_ids(), self.total_steps)
         self.used_call_ids = newest([*self.used_call_ids, *(call.id for call in reply.tool_calls)], CALL_IDS_KEPT)
         return reply
+
+    async def judge_calls(self, reply: ModelReply) -> ModelReply:
+        """The reply with the catalog's verdict on each call (run, ask a person, refuse) from a
+        local activity. The model activity's own verdict is not taken: anyone who reaches the
+        Temporal frontend can complete an activity by its id, and a forged `"action": "run"`
+        would run a call no person decided, on verified sessions too. A local activity runs
+        in this worker and is recorded as a marker: nobody outside can answer it."""
+        plans = await workflow.execute_local_activity(
+            "catalog_verdicts", VerdictRequest(reply=reply.model_copy(update={"catalog_plans": None}), tools=self.config.tools),
+            result_type=list[dict[str, Any]], start_to_close_timeout=timedelta(seconds=30),
+            summary="judge the calls against the tool catalog",
+        )
+        return reply.model_copy(update={"catalog_plans": plans})
 
     async def finish_step(self) -> None:
         """Settle every call of the step: wait for decisions, run what may run, wait for reviews.
@@ -770,16 +802,27 @@ class AgentWorkflow:
     async def wait_until_settled(self, payload: RawValue) -> dict[str, Any]:
         """Answers once the session stops running (a pause, an answer, closed) after the event
         id `after_event` (default 0: the first turn), so a caller gets the outcome of its
-        message in one request. It also answers, still running, when the run hands over to
-        a new one (continue-as-new): the caller asks again."""
+        message in one request. It also answers, perhaps still running, when the run hands over
+        to a new one (continue-as-new) and when more than MAX_WAITERS wait (the oldest): the
+        caller asks again."""
         try:
             request = decoded(payload) or {}
             after = int(request.get("after_event", 0)) if isinstance(request, dict) else 0
         except (Refusal, TypeError, ValueError, OverflowError):
             after = 0
-        await workflow.wait_condition(
-            lambda: (self.state != "running" and self.settled_event > after) or self.handing_over
-        )
+        self.waiters_seen += 1
+        waiter = self.waiters_seen
+        self.waiters.append(waiter)
+        if len(self.waiters) > MAX_WAITERS and workflow.patched(WAITERS_BOUNDED):
+            self.waiters.pop(0)  # the oldest answers now, with the session as it is
+        try:
+            await workflow.wait_condition(
+                lambda: (self.state != "running" and self.settled_event > after) or self.handing_over
+                or waiter not in self.waiters
+            )
+        finally:
+            if waiter in self.waiters:
+                self.waiters.remove(waiter)
         return {"status": self.status(), "pending": self.pending(), "event": self.event_log.last_id}
 
     def approve_call(self, payload: Any) -> dict[str, Any]:
@@ -805,7 +848,7 @@ class AgentWorkflow:
         """The one rule book for decisions, shared by signals and Update validators."""
         self.refuse_if_closing()
         decision, proof = self.proven(parse_decision(verb, payload))
-        return self.pauses.decide(decision, CATALOG, workflow.now()), proof
+        return self.pauses.decide(decision, CATALOG, workflow.now(), regexes=self.edit_regexes), proof
 
     def decide_and_apply(self, verb: str, payload: Any) -> dict[str, Any]:
         verdict, proof = self.decide(verb, payload)
@@ -1097,8 +1140,13 @@ class AgentWorkflow:
         )
 
 
-def decoded(payload: RawValue) -> Any:
-    """A raw payload as plain JSON values, or a Refusal that says what is wrong with it."""
+def decoded(payload: RawValue | None | TooManyArguments) -> Any:
+    """A raw payload as plain JSON values, or a Refusal that says what is wrong with it.
+    None when nothing was sent (see workflows/arity.py)."""
+    if payload is None:
+        return None
+    if not isinstance(payload, RawValue):  # TooManyArguments (made outside the sandbox: compared by what it is)
+        raise Refusal(f"malformed payload: {getattr(payload, 'count', 'several')} arguments were sent; send one JSON value")
     try:
         return workflow.payload_converter().from_payload(payload.payload, None)
     except Exception as error:

@@ -198,7 +198,7 @@ class Pauses(BaseModel):
         moments = [m for m in (item.next_event() for item in self.open) if m is not None]
         return min(moments) if moments else None
 
-    def decide(self, decision: Decision, catalog: ToolCatalog, now: datetime) -> Verdict:
+    def decide(self, decision: Decision, catalog: ToolCatalog, now: datetime, regexes: bool = False) -> Verdict:
         """Check a decision against every rule and say what it would do."""
         item = self._target(decision)
         holder = item.claimant(now)
@@ -218,7 +218,7 @@ class Pauses(BaseModel):
             raise Refusal(f"{item.call_id} is a question; answer it (or reject to decline)")
         if item.kind == "review":
             return self._pass_review(item, decision, now)
-        return self._approve(item, decision, catalog, now)
+        return self._approve(item, decision, catalog, now, regexes)
 
     def _answer(self, item: PendingCall, decision: Answer, now: datetime) -> Settlement:
         if item.kind != "question":
@@ -252,10 +252,10 @@ class Pauses(BaseModel):
         text = f"A person ({decision.by or 'unnamed'}) edited this result before you saw it.\n\n{edited}{comment}"
         return _settle(item, "edited", now, decision.by, result=text, comment=decision.comment)
 
-    def _approve(self, item: PendingCall, decision: Approve, catalog: ToolCatalog, now: datetime) -> Verdict:
+    def _approve(self, item: PendingCall, decision: Approve, catalog: ToolCatalog, now: datetime, regexes: bool) -> Verdict:
         if decision.result is not None:
             raise Refusal(f"{item.call_id} has not run yet; edit its args, not its result")
-        edited = None if decision.args is None or decision.args == item.args else _validated_args(catalog, item, decision.args)
+        edited = None if decision.args is None or decision.args == item.args else _validated_args(catalog, item, decision.args, regexes)
         if decision.remember and item.required_approvals > 1:
             raise Refusal(f"{item.tool} needs {item.required_approvals} approvals; one person cannot remember it")
         if item.required_approvals > 1 and decision.by is None:
@@ -390,14 +390,15 @@ def deadline_after(now: datetime, seconds: float | None) -> datetime | None:
     return now + timedelta(seconds=seconds) if seconds else None
 
 
-def _validated_args(catalog: ToolCatalog, item: PendingCall, args: dict[str, Any]) -> dict[str, Any]:
+def _validated_args(catalog: ToolCatalog, item: PendingCall, args: dict[str, Any], regexes: bool) -> dict[str, Any]:
     """Edited arguments, checked as the model's were: against the schema recorded with the
-    call when there is one (it replays the same whatever the tool's server offers now),
-    else against the worker's catalog."""
+    call when there is one (it replays the same whatever the tool's server offers now; its
+    regexes are left to the tool activity, see catalog/schema_tools.py), else against the
+    worker's catalog."""
     tool = item.tool
     try:
         if item.input_schema is not None:
-            return validate_arguments(item.input_schema, args)
+            return validate_arguments(item.input_schema, args, regexes)
         spec = catalog.get(tool)
         if spec is None:
             raise Refusal(f"tool {tool!r} is no longer available")

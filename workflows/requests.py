@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from workflows.conversation import ChatMessage
+from workflows.conversation import ChatMessage, ModelReply
 
 
 class ModelRequest(BaseModel):
@@ -57,3 +57,11 @@ class SessionFacts(BaseModel):
 
     registered_search_attributes: list[str] = []
     trusted_keys: dict[str, str] = {}
+
+
+class VerdictRequest(BaseModel):
+    """A model reply whose calls the worker's catalog judges, as offered to a session with `tools`
+    (None: all). Asked by a local activity: see AgentWorkflow.judge_calls."""
+
+    reply: ModelReply
+    tools: list[str] | None = None

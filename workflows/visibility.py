@@ -32,6 +32,11 @@ MEMO_KEY = "hitl_pending"
 ITEM_ARGS_BYTES = 2_000  # an item's arguments as an inbox lists them; the `pending` query has them whole
 ITEM_TEXT_BYTES = 1_000  # a question or a result under review, as an inbox lists it
 MEMO_BYTES = 48_000  # all open pauses together; an inbox row points to the session for the rest
+# Temporal refuses a search attribute value over 2 KB (limit.searchAttributesSizeOfValue) by failing
+# the workflow task, for ever: a list that does not fit is published shortened (tools) or absent
+# (approvers: an inbox then lists the session for everyone and keeps only each person's items,
+# read from the memo, which names every approver).
+ATTRIBUTE_BYTES = 1_500
 
 
 def compact_item(item: PendingCall, now: datetime) -> dict[str, Any]:
@@ -69,12 +74,24 @@ def attribute_values(state: str, items: Sequence[PendingCall]) -> dict[str, Any]
     approvers: list[str] | None = None
     if items and all(item.approvers is not None for item in items):
         approvers = sorted({person for item in items for person in item.approvers or []})
+        if json_size(approvers) > ATTRIBUTE_BYTES:
+            approvers = None
     return {
         STATE.name: state,
-        PENDING_TOOLS.name: sorted({item.tool for item in items}) or None,
+        PENDING_TOOLS.name: fitting(sorted({item.tool for item in items})) or None,
         WAITING_SINCE.name: min(item.requested_at for item in items) if items else None,
         APPROVERS.name: approvers or None,
     }
+
+
+def fitting(values: list[str]) -> list[str]:
+    """The first values whose list stays within ATTRIBUTE_BYTES."""
+    kept: list[str] = []
+    for value in values:
+        if json_size([*kept, value]) > ATTRIBUTE_BYTES:
+            break
+        kept.append(value)
+    return kept
 
 
 KEYS = {key.name: key for key in (STATE, PENDING_TOOLS, WAITING_SINCE, APPROVERS)}
@@ -95,7 +112,10 @@ class Publisher:
         self.registered = set(registered) & set(SEARCH_ATTRIBUTE_NAMES)
         current = workflow.info().typed_search_attributes
         self.attributes = {name: current.get(KEYS[name]) for name in SEARCH_ATTRIBUTE_NAMES}
-        memo = workflow.memo_value(MEMO_KEY, default=None)
+        try:  # whoever starts a session sets its first memo: one we cannot read is replaced
+            memo = workflow.memo_value(MEMO_KEY, default=None)
+        except Exception:
+            memo = None
         self.memo = memo if isinstance(memo, list) else []
 
     def publish(self, state: str, items: Sequence[PendingCall], now: datetime) -> None:

@@ -33,12 +33,18 @@ from activities.tools.errors import ToolError
 from activities.tools.receipts import has_receipt, write_receipt
 from catalog import CATALOG, SchemaToolSpec, ToolCatalog, ToolContext
 from catalog.schema_tools import schema_problem
+from workflows.limits import json_size
 
 log = logging.getLogger("hitl.mcp")
 
 PREFIX = "mcp__"
 OFFERED_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 READY_WAIT_SECONDS = 10.0  # per attempt, for a server that is restarting
+# Every model call of every session that offers MCP tools carries their descriptions and schemas
+# (through the `model_context` query, whose answer Temporal caps at a few MB): one server's
+# megabyte description failed every model call of every session. Beyond these a tool is skipped.
+MAX_TOOL_BYTES = 32_000
+MAX_OFFERED_BYTES = 600_000  # all servers' tools together
 
 
 def offered_name(server: str, tool: str) -> str:
@@ -52,6 +58,7 @@ class McpToolbox:
         self.connections = {name: ServerConnection(name, entry, self.offer) for name, entry in servers.items()}
         self.offered: dict[str, set[str]] = {name: set() for name in servers}
         self.skipped: dict[str, list[str]] = {name: [] for name in servers}
+        self.sizes: dict[str, int] = {}  # offered name: bytes of its description and schema
 
     async def __aenter__(self) -> McpToolbox:
         for name, connection in self.connections.items():
@@ -84,13 +91,21 @@ class McpToolbox:
         entry = self.entries[server]
         offered: set[str] = set()
         skipped: list[str] = []
+        room = MAX_OFFERED_BYTES - sum(size for name, size in self.sizes.items() if name not in self.offered[server])
         for tool in tools:
             name = offered_name(server, tool.name)
+            size = json_size([tool.description, tool.inputSchema])
             problem = None if OFFERED_NAME.match(name) else "its name does not fit mcp__<server>__<tool> in 64 letters, digits, _ or -"
-            problem = problem or schema_problem(tool.inputSchema)
+            problem = problem or self.taken(server, name) or schema_problem(tool.inputSchema)
+            if problem is None and size > MAX_TOOL_BYTES:
+                problem = f"its description and schema are {size} bytes; at most {MAX_TOOL_BYTES}"
+            if problem is None and size > room:
+                problem = f"the MCP tools offered already take close to {MAX_OFFERED_BYTES} bytes"
             if problem:
                 skipped.append(f"{tool.name} ({problem})")
                 continue
+            room -= size
+            self.sizes[name] = size
             policy = policy_for(server, entry, tool, name)
             self.catalog.add(SchemaToolSpec(
                 name=name,
@@ -105,9 +120,19 @@ class McpToolbox:
             offered.add(name)
         for gone in self.offered[server] - offered:
             self.catalog.remove(gone)
+            self.sizes.pop(gone, None)
         if skipped and skipped != self.skipped[server]:
             log.warning("MCP server %s: not offering %s", server, "; ".join(skipped))
         self.offered[server], self.skipped[server] = offered, skipped
+
+    def taken(self, server: str, name: str) -> str | None:
+        """Why `name` is not this server's to offer: server "a" with tool "b__c" and server "a__b"
+        with tool "c" are both mcp__a__b__c. The first keeps it, so a server cannot put its own
+        tool (and its own read-only hint) in the place of another's, nor take that one away."""
+        if name in self.offered[server] or self.catalog.get(name) is None:
+            return None
+        owner = next((other for other, names in self.offered.items() if name in names), None)
+        return f"{name} is already offered by {f'MCP server {owner}' if owner else 'the worker'}"
 
     def _runner(self, server: str, tool: str, repeatable: bool) -> Any:
         async def run(args: dict[str, Any], context: ToolContext) -> str:
