@@ -249,3 +249,28 @@ async def test_on_a_verified_session_a_message_needs_a_proof_of_its_author(agent
     await settled(session)
     transcript = await query(session, "transcript")
     assert [m["content"] for m in transcript if m["role"] == "user"] == ["what is 2+2?", text]
+
+
+def test_a_session_full_of_fresh_proofs_refuses_new_ones_rather_than_forget_one(signing_key: Any) -> None:
+    """Forgetting the oldest spent proof would let it count twice while it is still fresh."""
+    from workflows.identity import SPENT_KEPT, ProofRefusal, SpentProof, Verifier
+    from workflows.pauses import Approve, PendingCall
+    from workflows.proofs import public_key_b64
+
+    now = datetime.now(timezone.utc)
+    item = PendingCall(call_id="c1", kind="approval", tool="delete_file", args={"path": "a"},
+                       args_sha256=args_sha256({"path": "a"}), requested_at=now)
+    verifier = Verifier(required=True, trusted_keys={"local": public_key_b64(signing_key)})
+    first = Approve(call_id="c1", proof=proof_for(signing_key, "s", item.model_dump(mode="json"), "approve", "ana"))
+    _, spent = verifier.check(first, "s", [item], now)
+    verifier.spend(spent, now)
+    verifier.spent += [SpentProof(nonce=f"n{i}", issued_at=int(now.timestamp())) for i in range(SPENT_KEPT)]
+    fresh = Approve(call_id="c1", proof=proof_for(signing_key, "s", item.model_dump(mode="json"), "approve", "bo"))
+    with pytest.raises(ProofRefusal, match="try again"):
+        verifier.check(fresh, "s", [item], now)
+    with pytest.raises(ProofRefusal, match="already used"):
+        verifier.check(first, "s", [item], now)
+    later = now + timedelta(minutes=40)  # the window has passed: the memory empties as proofs age out
+    stale_proofs_gone = Verifier(required=True, trusted_keys=verifier.trusted_keys, spent=verifier.spent)
+    stale_proofs_gone.spend(SpentProof(nonce="x", issued_at=int(later.timestamp())), later)
+    assert len(stale_proofs_gone.spent) == 1

@@ -23,7 +23,7 @@ from workflows.proofs import FRESH_FOR, MESSAGE_CALL_ID, ProofError, verify_deci
 from workflows.rules import args_sha256
 from workflows.session import UserMessage
 
-SPENT_KEPT = 5_000
+SPENT_KEPT = 2_000  # proofs a session accepts per freshness window; more wait rather than push old ones out
 
 Checked = TypeVar("Checked", bound=DecisionBase)
 
@@ -68,8 +68,7 @@ class Verifier(BaseModel):
             expected = args_sha256(edited) if edited is not None else item.args_sha256
             if claims.args_sha256 != expected:
                 raise ProofRefusal("the proof was made for other arguments than these")
-        if any(spent.nonce == claims.nonce for spent in self.spent):
-            raise ProofRefusal("this proof was already used")
+        self.refuse_if_spent(claims.nonce, now)
         proven = decision.model_copy(update={"by": claims.by, "call_id": claims.call_id})
         return proven, SpentProof(nonce=claims.nonce, issued_at=claims.issued_at)
 
@@ -90,13 +89,26 @@ class Verifier(BaseModel):
             raise ProofRefusal("the proof was not made for a message to this session")
         if claims.args_sha256 != args_sha256({"text": message.text}):
             raise ProofRefusal("the proof was made for another text")
-        if any(spent.nonce == claims.nonce for spent in self.spent):
-            raise ProofRefusal("this proof was already used")
+        self.refuse_if_spent(claims.nonce, now)
         return message.model_copy(update={"by": claims.by}), SpentProof(nonce=claims.nonce, issued_at=claims.issued_at)
+
+    def refuse_if_spent(self, nonce: str, now: datetime) -> None:
+        """Each proof counts once. The session remembers every proof that could still pass as
+        fresh; when that memory is full it refuses new ones for a while rather than forget one."""
+        if any(spent.nonce == nonce for spent in self.spent):
+            raise ProofRefusal("this proof was already used")
+        horizon = _horizon(now)
+        if sum(spent.issued_at >= horizon for spent in self.spent) >= SPENT_KEPT:
+            raise ProofRefusal(f"more than {SPENT_KEPT} verified decisions in {FRESH_FOR * 2}; try again in a few minutes")
 
     def spend(self, proof: SpentProof | None, now: datetime) -> None:
         """Remember a used proof for as long as it could still pass as fresh."""
         if proof is None:
             return
-        horizon = (now - 2 * FRESH_FOR - timedelta(minutes=1)).timestamp()
-        self.spent = [spent for spent in self.spent if spent.issued_at >= horizon][-SPENT_KEPT:] + [proof]
+        horizon = _horizon(now)
+        self.spent = [spent for spent in self.spent if spent.issued_at >= horizon] + [proof]
+
+
+def _horizon(now: datetime) -> float:
+    """Proofs issued before this cannot pass as fresh any more (clocks may drift either way)."""
+    return (now - 2 * FRESH_FOR - timedelta(minutes=1)).timestamp()
