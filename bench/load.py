@@ -33,7 +33,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from console.inbox import LIMIT, Inbox, count, read_inbox, visibility_query
@@ -146,7 +146,10 @@ async def find_each(client: Client, task_queue: str, found: set[str]) -> None:
 
     async def look(session_id: str) -> None:
         handle = client.get_workflow_handle(session_id)
-        pending = await patiently(lambda: handle.query("pending", rpc_timeout=timedelta(seconds=30)))
+        try:
+            pending = await patiently(lambda: handle.query("pending", rpc_timeout=timedelta(seconds=30)))
+        except WorkflowQueryFailedError:
+            return  # the worker could not answer for this session: not found, and the count says so
         if [(item["kind"], item["tool"]) for item in pending] == [("approval", "delete_file")]:
             found.add(session_id)
 
@@ -191,7 +194,7 @@ async def resume_each(client: Client, ids: list[str], deadline: float, took: dic
     async def one(session_id: str) -> None:
         try:
             took[session_id] = await asyncio.wait_for(resume(client.get_workflow_handle(session_id)), deadline)
-        except (asyncio.TimeoutError, WorkflowUpdateFailedError, RPCError):
+        except (asyncio.TimeoutError, WorkflowUpdateFailedError, WorkflowQueryFailedError, RPCError):
             pass  # not resumed: the report's count says so
 
     await bounded(ids, one)
