@@ -18,7 +18,7 @@ from fastapi import HTTPException, Request
 from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from console.updates import execute_update_retrying
+from console.updates import execute_update_retrying, was_not_applied
 from settings import Settings, connect
 
 # Read in order: the first list with a phrase found in the reason gives the status.
@@ -110,6 +110,9 @@ async def send_update(request: Request, session_id: str, name: str, payload: dic
         reason = reason_of(error)
         raise HTTPException(refusal_status(reason), reason) from None
     except RPCError as error:
+        if was_not_applied(error):  # still so after retries: the session is alive but cannot take it
+            raise HTTPException(503, "the session could not take this request, and nothing of it was applied "
+                                     f"(its workflow task failed, e.g. over Temporal's payload limits): {error.message}") from None
         if "completed" in error.message or error.status == RPCStatusCode.FAILED_PRECONDITION:
             raise HTTPException(409, f"the session is closed: {error.message}") from None
         if error.status == RPCStatusCode.NOT_FOUND:

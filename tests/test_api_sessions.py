@@ -177,3 +177,17 @@ async def test_a_question_is_answered_through_the_api_and_a_wrong_answer_is_422(
         assert right.status_code == 200, right.text
         status = await eventually(lambda: bob.get(f"/sessions/{started['session_id']}"), lambda r: r.json()["state"] == "idle")
     assert status.json()["last_answer"] == "thanks"
+
+
+async def test_a_decision_over_temporals_payload_limit_is_503_and_the_call_still_waits(api: Api) -> None:
+    """Temporal fails the workflow task that would carry an Update over 2 MB, and aborts the
+    Update unapplied: that is not "the session is closed" (a 409 the caller would give up on)."""
+    started = await api.start("ana", "please delete notes.txt")
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+    async with api.as_("bob") as http:
+        answer = await http.post(f"/sessions/{session}/calls/{call}/reject", json={"reason": "x" * 2_500_000})
+        assert answer.status_code in (413, 422, 503), answer.text
+        assert "closed" not in answer.json()["detail"]
+        assert (await http.get(f"/sessions/{session}/pending")).json()[0]["call_id"] == call
+        rejected = await http.post(f"/sessions/{session}/calls/{call}/reject", json={"reason": "too big, then fine"})
+        assert rejected.status_code == 200, rejected.text
