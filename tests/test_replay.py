@@ -21,6 +21,7 @@ from settings import DATA_CONVERTER
 from tests import example_tools  # noqa: F401  (the corpus was recorded with these tools registered)
 from tests.conftest import Agent, eventually, parse_history_file_name, pending_items, query, settled
 from worker import SANDBOX
+from workflows.arity import OneArgument
 from workflows.agent import AgentWorkflow
 
 CORPUS = Path(__file__).parent / "histories"
@@ -139,6 +140,7 @@ def replayer() -> Replayer:
     return Replayer(
         workflows=[AgentWorkflow], data_converter=DATA_CONVERTER,
         workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX),
+        interceptors=[OneArgument()],  # as the worker has it (worker.py)
     )
 
 
