@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
+import time
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Iterator
 
 from temporalio.testing import WorkflowEnvironment
 
 from activities.notify import read_notifications
+from activities.offline_model import OfflineModel
 from tests.conftest import Agent, GatedModel, assert_well_formed, eventually, pending_items, query, settled
+from worker import build_worker
 
 
 async def test_a_pause_notifies_reminds_escalates_and_finally_times_out(
@@ -106,19 +114,15 @@ async def test_without_interrupt_a_message_waits_for_the_step_boundary(gated_age
     assert model.cancelled == 0
 
 
-async def test_notifications_go_to_a_webhook_when_one_is_set(env: WorkflowEnvironment, workspace: Path) -> None:
-    import json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    from activities.offline_model import OfflineModel
-    from worker import build_worker
-
+@contextmanager
+def webhook(delay_seconds: float = 0.0) -> Iterator[tuple[str, list[dict]]]:
+    """A loopback HTTP endpoint that records each notification it is sent, after `delay_seconds`."""
     received: list[dict] = []
 
     class Hook(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802
             received.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+            time.sleep(delay_seconds)
             self.send_response(204)
             self.end_headers()
 
@@ -128,16 +132,20 @@ async def test_notifications_go_to_a_webhook_when_one_is_set(env: WorkflowEnviro
     server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+        yield f"http://127.0.0.1:{server.server_address[1]}/hook", received
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_notifications_go_to_a_webhook_when_one_is_set(env: WorkflowEnvironment, workspace: Path) -> None:
+    with webhook() as (url, received):
         async with build_worker(env.client, "webhook-queue", OfflineModel(), workspace, notify_url=url):
             session = await Agent(env.client, "webhook-queue", workspace).start("please delete notes.txt")
             [item] = await pending_items(session)
             [hook] = await eventually(lambda: asyncio.sleep(0, list(received)), bool)
             await session.signal("cancel", {})
             await session.result()
-    finally:
-        server.shutdown()
-        server.server_close()
     assert hook["event"] == "requested" and hook["session_id"] == session.id
     assert hook["item"]["call_id"] == item["call_id"]
     assert not (workspace / "notifications.jsonl").exists()
@@ -147,36 +155,13 @@ async def test_a_session_closes_only_after_its_notifications_were_sent(env: Work
     """A notification still in flight when the session closes used to race the closing
     workflow task: when it completed during that task, Temporal failed the task and
     aborted the person's cancel Update with "unexpected workflow task failure"."""
-    import threading
-    import time
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    from activities.offline_model import OfflineModel
-    from worker import build_worker
-
-    class SlowHook(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
-            self.rfile.read(int(self.headers["content-length"]))
-            time.sleep(1.5)
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowHook)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    with webhook(delay_seconds=1.5) as (url, _):
         async with build_worker(env.client, "slow-webhook-queue", OfflineModel(), workspace, notify_url=url):
             session = await Agent(env.client, "slow-webhook-queue", workspace).start("please delete notes.txt")
             await pending_items(session)
             await session.execute_update("cancel_update", {"reason": "stop"})
             await session.result()
             history = await session.fetch_history()
-    finally:
-        server.shutdown()
-        server.server_close()
     scheduled = {e.event_id for e in history.events if e.HasField("activity_task_scheduled_event_attributes")
                  and e.activity_task_scheduled_event_attributes.activity_type.name == "notify"}
     finished = {attributes.scheduled_event_id for e in history.events for attributes in (

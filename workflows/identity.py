@@ -19,7 +19,7 @@ from typing import Sequence, TypeVar
 from pydantic import BaseModel, Field
 
 from workflows.pauses import Approve, DecisionBase, PendingCall, Refusal
-from workflows.proofs import FRESH_FOR, MESSAGE_CALL_ID, ProofError, verify_decision
+from workflows.proofs import FRESH_FOR, MESSAGE_CALL_ID, DecisionClaims, ProofError, verify_decision
 from workflows.rules import args_sha256
 from workflows.session import UserMessage
 
@@ -48,14 +48,7 @@ class Verifier(BaseModel):
         """The decision as the proof says it was made (its person as `by`), or a ProofRefusal."""
         if not self.required:
             return decision, None
-        if decision.proof is None:
-            raise ProofRefusal(
-                "this session accepts only verified decisions (made through the API): this one carries no proof"
-            )
-        try:
-            claims = verify_decision(decision.proof, self.trusted_keys, now)
-        except ProofError as error:
-            raise ProofRefusal(str(error)) from None
+        claims = self.signed_claims(decision.proof, "verified decisions (made through the API)", now)
         if claims.session_id != session_id:
             raise ProofRefusal("the proof was made for another session")
         if claims.action != decision.verb:
@@ -77,20 +70,22 @@ class Verifier(BaseModel):
         session a message, too, must come with a proof of who wrote this very text."""
         if not self.required:
             return message, None
-        if message.proof is None:
-            raise ProofRefusal(
-                "this session accepts only verified messages (sent through the API): this one carries no proof"
-            )
-        try:
-            claims = verify_decision(message.proof, self.trusted_keys, now)
-        except ProofError as error:
-            raise ProofRefusal(str(error)) from None
+        claims = self.signed_claims(message.proof, "verified messages (sent through the API)", now)
         if claims.session_id != session_id or claims.action != "message" or claims.call_id != MESSAGE_CALL_ID:
             raise ProofRefusal("the proof was not made for a message to this session")
         if claims.args_sha256 != args_sha256({"text": message.text}):
             raise ProofRefusal("the proof was made for another text")
         self.refuse_if_spent(claims.nonce, now)
         return message.model_copy(update={"by": claims.by}), SpentProof(nonce=claims.nonce, issued_at=claims.issued_at)
+
+    def signed_claims(self, proof: str | None, what: str, now: datetime) -> DecisionClaims:
+        """What a proof vouches for, if a trusted key signed it and it is fresh."""
+        if proof is None:
+            raise ProofRefusal(f"this session accepts only {what}: this one carries no proof")
+        try:
+            return verify_decision(proof, self.trusted_keys, now)
+        except ProofError as error:
+            raise ProofRefusal(str(error)) from None
 
     def refuse_if_spent(self, nonce: str, now: datetime) -> None:
         """Each proof counts once. The session remembers every proof that could still pass as
