@@ -136,6 +136,8 @@ async def test_the_event_stream_tells_what_happened_in_order(agent: Agent) -> No
     for expected in ("message", "state", "pause_opened", "pause_settled", "tool_result", "answer"):
         assert expected in types, types
     assert types.index("pause_opened") < types.index("pause_settled") < types.index("tool_result") < types.index("answer")
+    [result] = [event for event in page["events"] if event["type"] == "tool_result"]
+    assert result["data"]["tool"] == "delete_file" and result["data"]["call_id"] == item["call_id"]
     later = await session.query("events", {"after": ids[-3]})
     assert [event["id"] for event in later["events"]] == ids[-2:]
 

@@ -497,7 +497,7 @@ class AgentWorkflow:
 
     def add_tool_result(self, call_id: str, text: str) -> None:
         self.append(self.conversation.tool_result(call_id, text))
-        self.event_log.add("tool_result", workflow.now(), call_id=call_id, content=text)
+        self.event_log.add("tool_result", workflow.now(), call_id=call_id, tool=self.conversation.tool_name_of(call_id), content=text)
 
     # ------------------------------------------------------ continue-as-new
 

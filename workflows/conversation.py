@@ -146,6 +146,14 @@ class Conversation(BaseModel):
             start -= 1  # never begin with a result whose call is not there
         return self.messages[start:]
 
+    def tool_name_of(self, call_id: str) -> str | None:
+        """The tool the newest assistant message that made this call asked for."""
+        for message in reversed(self.messages):
+            for call in message.tool_calls or []:
+                if call.id == call_id:
+                    return call.function.name
+        return None
+
     def used_call_ids(self) -> set[str]:
         return {c.id for m in self.messages for c in m.tool_calls or []}
 
