@@ -122,6 +122,9 @@ EDITS_WITHOUT_REGEXES = "edited-arguments-without-schema-regexes"
 # Sessions started before this change took the catalog's verdict from the model activity's result,
 # which anyone who reaches the frontend can complete in its place (see judge_calls).
 VERDICTS_BY_LOCAL_ACTIVITY = "catalog-verdicts-by-local-activity"
+# Runs that trust the model activity's "run" only for tools the local activity already
+# judged auto-run in this run (a local activity marker a step kept steps over 2 KB).
+VERDICTS_CACHED_PER_RUN = "catalog-verdicts-cached-per-run"
 # Past these the session stops waiting for people rather than be ended by Temporal.
 HISTORY_EVENTS_CRITICAL = 45_000
 HISTORY_BYTES_CRITICAL = 40_000_000
@@ -192,6 +195,9 @@ class AgentWorkflow:
         self.verifier = Verifier(required=self.config.verified_decisions)
         self.edit_regexes = False  # set in run() for histories recorded before EDITS_WITHOUT_REGEXES
         self.verdicts_locally = True  # likewise, VERDICTS_BY_LOCAL_ACTIVITY
+        self.verdicts_cached = True  # likewise, VERDICTS_CACHED_PER_RUN
+        # The local activity's verdict (arguments aside) on tools it said run without asking, this run.
+        self.judged_auto_run: dict[str, dict[str, Any]] = {}
         if carried is not None:
             self.resume(carried)
 
@@ -226,6 +232,7 @@ class AgentWorkflow:
         publishes_and_verifies = workflow.patched(PUBLISH_AND_VERIFY)
         self.edit_regexes = not workflow.patched(EDITS_WITHOUT_REGEXES)
         self.verdicts_locally = workflow.patched(VERDICTS_BY_LOCAL_ACTIVITY)
+        self.verdicts_cached = workflow.patched(VERDICTS_CACHED_PER_RUN)
         if self.hands_over_anywhere and workflow.info().continued_run_id is None:
             await self.check_tool_names()
         if publishes_and_verifies:
@@ -409,12 +416,26 @@ class AgentWorkflow:
         local activity. The model activity's own verdict is not taken: anyone who reaches the
         Temporal frontend can complete an activity by its id, and a forged `"action": "run"`
         would run a call no person decided, on verified sessions too. A local activity runs
-        in this worker and is recorded as a marker: nobody outside can answer it."""
+        in this worker and is recorded as a marker: nobody outside can answer it.
+
+        A forged verdict can only hurt by saying "run": "approve", "ask" and "refuse" all stop
+        for a person or refuse. So the model activity's verdict is taken as it is when every
+        "run" in it names a tool the local activity already judged auto-run in this run; any
+        other "run" is judged again. One marker per tool per run instead of one per step."""
+        claimed = reply.catalog_plans or []
+        if self.verdicts_cached and len(claimed) == len(reply.tool_calls) and all(
+            plan.get("tool") == call.name and (plan.get("action") != "run" or verdict_of(plan) == self.judged_auto_run.get(call.name))
+            for plan, call in zip(claimed, reply.tool_calls)
+        ):
+            return reply
         plans = await workflow.execute_local_activity(
             "catalog_verdicts", VerdictRequest(reply=reply.model_copy(update={"catalog_plans": None}), tools=self.config.tools),
             result_type=list[dict[str, Any]], start_to_close_timeout=timedelta(seconds=30),
             summary="judge the calls against the tool catalog",
         )
+        for plan, call in zip(plans, reply.tool_calls):
+            if plan.get("action") == "run" and plan.get("tool") == call.name:
+                self.judged_auto_run[call.name] = verdict_of(plan)
         return reply.model_copy(update={"catalog_plans": plans})
 
     async def finish_step(self) -> None:
@@ -1155,6 +1176,11 @@ def decoded(payload: RawValue | None | TooManyArguments) -> Any:
 
 def _recorded(value: Any) -> str | None:
     return clip(value, RECORDED_BYTES) if isinstance(value, str) else None
+
+
+def verdict_of(plan: dict[str, Any]) -> dict[str, Any]:
+    """A recorded plan without its arguments: what the catalog decided about the tool."""
+    return {key: value for key, value in plan.items() if key != "args"}
 
 
 def failure_message(error: ActivityError) -> str:
