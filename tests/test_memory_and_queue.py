@@ -44,7 +44,7 @@ async def test_a_message_queued_at_the_hand_over_to_a_new_run_is_answered(
 ) -> None:
     agent, model = gated_agent
     model.free_calls = 1  # the search goes through; the model's summing up waits at the gate
-    session = await agent.start("search for milk", continue_as_new_after_events=26)
+    session = await agent.start("search for milk", continue_as_new_after_events=33)
     first_run = (await session.describe()).run_id
     await eventually(lambda: asyncio.sleep(0, model.calls), lambda calls: calls == 2)
 
