@@ -7,8 +7,10 @@ everything the caller decides (a `by` in a body is ignored).
 
 A browser's EventSource cannot send headers, and a bearer token in a URL ends
 up in logs and history. So the page first POSTs (with its bearer token) for a
-stream ticket: an HMAC over (person, session, expiry) that is good for one
-session's event stream for a minute, and is worthless anywhere else.
+stream ticket: an HMAC over (person, session, expiry) that opens one session's
+event stream once, within a minute, and is worthless anywhere else. A ticket
+rides in the URL, so the access log is given paths without their query
+(`QuerylessAccessLog`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import os
 import secrets
 import time
@@ -98,6 +101,7 @@ class StreamTickets:
     def __init__(self, secret: Callable[[], bytes], clock: Callable[[], float] = time.time) -> None:
         self.secret = secret  # read on first use: the signing key may be created then
         self.clock = clock
+        self.used: dict[str, int] = {}  # MAC -> expiry: a ticket opens one stream (per API process)
 
     def issue(self, person: str, session_id: str) -> tuple[str, int]:
         expires = int(self.clock()) + TICKET_SECONDS
@@ -105,21 +109,42 @@ class StreamTickets:
         return f"{body}.{self._mac(body)}", expires
 
     def person_of(self, ticket: str, session_id: str) -> str | None:
-        """The ticket's person when it is genuine, unexpired and made for this session."""
+        """The ticket's person when it is genuine, unexpired, unused and made for this session;
+        the ticket is used up by it."""
         body, _, mac = ticket.rpartition(".")
-        if not body or not secrets.compare_digest(mac, self._mac(body)):
+        # Bytes, not str: compare_digest refuses a str with non-ASCII characters (a 500).
+        if not body or not hmac.compare_digest(mac.encode(), self._mac(body).encode()):
             return None
         person_b64, session_b64, expires = (body.split(".") + ["", "", ""])[:3]
         try:
             person, session, until = _unb64(person_b64), _unb64(session_b64), int(expires)
         except ValueError:
             return None
-        if session != session_id or until < self.clock():
+        now = self.clock()
+        if session != session_id or until < now or mac in self.used:
             return None
+        self.used = {spent: expiry for spent, expiry in self.used.items() if expiry >= now}
+        self.used[mac] = until
         return person
 
     def _mac(self, body: str) -> str:
         return hmac.new(self.secret(), body.encode(), hashlib.sha256).hexdigest()
+
+
+class QuerylessAccessLog(logging.Filter):
+    """uvicorn's access log lines without query strings: a stream ticket is in one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and len(record.args) >= 3 and isinstance(record.args[2], str):
+            path = record.args[2].split("?", 1)[0]
+            record.args = (*record.args[:2], path, *record.args[3:])
+        return True
+
+
+def hide_queries_from_access_log() -> None:
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(known, QuerylessAccessLog) for known in access.filters):
+        access.addFilter(QuerylessAccessLog())
 
 
 def _b64(text: str) -> str:

@@ -14,9 +14,9 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.auth import caller
-from api.gateway import now, run_query, send_update, temporal
-from console.sessions import read_all
+from api.access import CLAIM_SECONDS_AT_MOST
+from api.gateway import now, send_update
+from api.guard import Grant, allowed_on_call
 from workflows.proofs import ProofAction
 from workflows.rules import args_sha256
 
@@ -55,30 +55,9 @@ class AnswerBody(BaseModel):
 class ClaimBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    for_seconds: float | None = Field(None, description="default 900, at most 86400")
+    for_seconds: float | None = Field(None, gt=0, le=CLAIM_SECONDS_AT_MOST,
+                                      description=f"default 900, at most {CLAIM_SECONDS_AT_MOST} (an hour)")
     by: Any = IGNORED_BY
-
-
-async def pending_item(request: Request, session_id: str, call_id: str) -> dict[str, Any]:
-    """The open pause for `call_id`: 404 for an unknown session or call, 409 for a settled one."""
-    for item in await run_query(request, session_id, "pending"):
-        if item["call_id"] == call_id:
-            return item
-    trail = await read_all(await temporal(request).get(), session_id, "audit_page", "events")  # across runs
-    outcomes = [event["event"] for event in trail if event.get("call_id") == call_id and event["event"] != "refused"]
-    if any(outcome != "requested" for outcome in outcomes):
-        raise HTTPException(409, f"{call_id} is already settled ({outcomes[-1]})")
-    raise HTTPException(404, f"no call {call_id!r} waits in session {session_id!r}")
-
-
-def check_decider(item: dict[str, Any], verb: Verb, person: str) -> None:
-    """403 before asking the session, for what the pending item already says (the session
-    checks again: it is the authority)."""
-    approvers = item.get("approvers")
-    if item["kind"] != "question" and approvers is not None and person not in approvers:
-        raise HTTPException(403, f"{person} may not decide {item['tool']}; approvers: {', '.join(approvers)}")
-    if verb == "approve" and item.get("four_eyes") and person == item.get("requested_by"):
-        raise HTTPException(403, f"four-eyes rule: {person} asked for this call and cannot approve it")
 
 
 def proof_for(request: Request, session_id: str, call_id: str, verb: ProofAction, person: str, sha: str) -> str:
@@ -89,11 +68,12 @@ def proof_for(request: Request, session_id: str, call_id: str, verb: ProofAction
                          args_sha256=sha, now=now())
 
 
-async def decide(request: Request, session_id: str, call_id: str, verb: Verb, person: str,
+async def decide(request: Request, session_id: str, call_id: str, verb: Verb, grant: Grant,
                  fields: dict[str, Any]) -> dict[str, Any]:
-    item = await pending_item(request, session_id, call_id)
-    if verb in ("approve", "reject"):
-        check_decider(item, verb, person)
+    """The decision through the session's validated Update, once the access table allowed it
+    (`allowed_on_call`: the session checks again, it is the authority)."""
+    item, person = grant.item, grant.person
+    assert item is not None  # allowed_on_call found it
     edited = fields.get("args")
     sha = args_sha256(edited) if verb == "approve" and edited is not None else item["args_sha256"]
     payload = {**fields, "call_id": call_id, "by": person,
@@ -107,34 +87,34 @@ def given(body: BaseModel) -> dict[str, Any]:
 
 @router.post("/approve")
 async def approve(session_id: str, call_id: str, body: ApproveBody, request: Request,
-                  person: str = Depends(caller)) -> dict[str, Any]:
+                  grant: Grant = Depends(allowed_on_call("approve"))) -> dict[str, Any]:
     """Run the call (with `args` when edited), or pass a review (with `result` when edited)."""
-    return await decide(request, session_id, call_id, "approve", person, given(body))
+    return await decide(request, session_id, call_id, "approve", grant, given(body))
 
 
 @router.post("/reject")
 async def reject(session_id: str, call_id: str, body: RejectBody, request: Request,
-                 person: str = Depends(caller)) -> dict[str, Any]:
+                 grant: Grant = Depends(allowed_on_call("reject"))) -> dict[str, Any]:
     """Do not run it (or decline a question); the model reads the reason."""
-    return await decide(request, session_id, call_id, "reject", person, given(body))
+    return await decide(request, session_id, call_id, "reject", grant, given(body))
 
 
 @router.post("/answer")
 async def answer(session_id: str, call_id: str, body: AnswerBody, request: Request,
-                 person: str = Depends(caller)) -> dict[str, Any]:
+                 grant: Grant = Depends(allowed_on_call("answer"))) -> dict[str, Any]:
     """Answer a question: a choice, text, or an object for its fields."""
-    return await decide(request, session_id, call_id, "answer", person, {"answer": body.answer})
+    return await decide(request, session_id, call_id, "answer", grant, {"answer": body.answer})
 
 
 @router.post("/claim")
 async def claim(session_id: str, call_id: str, request: Request, body: ClaimBody | None = None,
-                person: str = Depends(caller)) -> dict[str, Any]:
-    """Take the call for a while: others' decisions on it are refused (409) until it is released
-    or the claim expires."""
-    return await decide(request, session_id, call_id, "claim", person, given(body) if body else {})
+                grant: Grant = Depends(allowed_on_call("claim"))) -> dict[str, Any]:
+    """Take the call for a while (at most an hour): others' decisions on it are refused (409) until
+    it is released or the claim expires; it stays in their inbox, marked as claimed."""
+    return await decide(request, session_id, call_id, "claim", grant, given(body) if body else {})
 
 
 @router.post("/release")
-async def release(session_id: str, call_id: str, request: Request, person: str = Depends(caller)) -> dict[str, Any]:
+async def release(session_id: str, call_id: str, request: Request, grant: Grant = Depends(allowed_on_call("release"))) -> dict[str, Any]:
     """Give a claimed call back."""
-    return await decide(request, session_id, call_id, "release", person, {})
+    return await decide(request, session_id, call_id, "release", grant, {})

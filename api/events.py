@@ -18,14 +18,17 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.background import BackgroundTask
 from temporalio.client import Client
 
+from api.access import verdict
 from api.auth import TICKET_SECONDS, caller
-from api.gateway import run_query, temporal
+from api.gateway import temporal
+from api.guard import Grant, allowed, policy_of, refuse_unless, session_facts
 from console.events import PAGE, EventsUnavailable, SessionEvent, follow_events, read_events, resync
 
 router = APIRouter(prefix="/sessions/{session_id}/events", tags=["events"])
@@ -99,9 +102,16 @@ def stream_caller(
     if ticket is not None:
         person = request.app.state.tickets.person_of(ticket, session_id)
         if person is None:
-            raise HTTPException(401, "the stream ticket is invalid, expired, or for another session")
+            raise HTTPException(401, "the stream ticket is invalid, expired, used already, or for another session")
         return person
     return caller(request, authorization)
+
+
+async def stream_grant(request: Request, session_id: str, person: str = Depends(stream_caller)) -> Grant:
+    """The access table's `read`, for a stream's caller (by token or by ticket)."""
+    session = await session_facts(request, session_id)
+    refuse_unless(verdict(person, "read", session, policy_of(request)))
+    return Grant(person, session)
 
 
 def as_sse(event: SessionEvent) -> ServerSentEvent:
@@ -132,7 +142,9 @@ async def backlog(client: Client, session_id: str, after: int) -> AsyncIterator[
             return
 
 
-async def stream(request: Request, client: Client, session_id: str, after: int) -> AsyncIterator[ServerSentEvent]:
+async def stream(request: Request, client: Client, session_id: str, after: int,
+                 give_back: Callable[[], None]) -> AsyncIterator[ServerSentEvent]:
+    """Holds one of the person's stream slots (taken by the route) until the stream ends."""
     feeds: Feeds = request.app.state.feeds
     feed, queue = feeds.join(client, session_id)
     try:
@@ -155,13 +167,14 @@ async def stream(request: Request, client: Client, session_id: str, after: int) 
                 yield as_sse(event)
     finally:
         feeds.leave(feed, queue)
+        give_back()
 
 
 @router.get("")
 async def events(
     session_id: str,
     request: Request,
-    person: str = Depends(stream_caller),
+    grant: Grant = Depends(stream_grant),
     last_event_id: int | None = Query(None, description="resume after this id (EventSource sends the header itself)"),
     last_event_header: str | None = Header(None, alias="Last-Event-ID"),
 ) -> EventSourceResponse:
@@ -173,15 +186,17 @@ async def events(
             after = int(last_event_header)
         except ValueError:
             raise HTTPException(422, "Last-Event-ID must be an event id (an integer)") from None
-    await run_query(request, session_id, "status")  # 404 before the stream opens
     client = await temporal(request).get()
-    return EventSourceResponse(stream(request, client, session_id, max(after or 0, 0)), ping=PING_SECONDS)
+    give_back = request.app.state.streams.take(grant.person)  # 429 beyond the person's open streams
+    # Given back when the stream ends, or after the response if the stream never began.
+    return EventSourceResponse(stream(request, client, session_id, max(after or 0, 0), give_back),
+                               ping=PING_SECONDS, background=BackgroundTask(give_back))
 
 
 @router.post("/ticket")
-async def ticket(session_id: str, request: Request, person: str = Depends(caller)) -> dict[str, Any]:
-    """A ticket for `GET .../events?ticket=`, for clients that cannot send headers (EventSource)."""
-    await run_query(request, session_id, "status")
-    value, expires = request.app.state.tickets.issue(person, session_id)
+async def ticket(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> dict[str, Any]:
+    """A ticket for one `GET .../events?ticket=`, for clients that cannot send headers (EventSource):
+    good once, for a minute."""
+    value, expires = request.app.state.tickets.issue(grant.person, session_id)
     return {"ticket": value, "expires_in": TICKET_SECONDS, "expires_at": expires,
             "url": f"/sessions/{session_id}/events?ticket={value}"}

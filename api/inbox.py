@@ -1,29 +1,103 @@
 """`GET /inbox`: every open pause across sessions that the caller may decide, oldest first.
 
-One visibility list and the sessions' memos (console/inbox.py): no session is
-queried, so it answers as fast with ten thousand waiting sessions as with ten.
+One visibility list and each listed session's memos (`hitl_pending`: its open
+pauses, `hitl_session`: owner and participants): no session is queried. Which
+rows the caller may decide is the access table's (api/access.py), the same
+rule the decision routes apply. A row claimed by someone else stays, marked
+with `claimed_by` and `claim_until`: the claim is bounded, and the others
+should see who holds the call and until when.
+
+The list is narrowed by `HitlApprovers` (the caller, or no approvers named)
+when there is no operator policy; with one, a group may name the caller, so
+every waiting session is listed and the memos decide.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query, Request
+import asyncio
+from datetime import datetime, timezone
+from typing import Any
 
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from temporalio.api.workflowservice.v1 import ListWorkflowExecutionsRequest
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from api.access import Policy, SessionFacts, may_decide
 from api.auth import caller
 from api.gateway import temporal
-from console.inbox import InboxItem, read_inbox
+from api.guard import policy_of
+from console.inbox import LIMIT, MEMO_KEY, PAGE_SIZE, RPC, InboxItem, escaped, items_of, visibility_query
 
 router = APIRouter(tags=["inbox"])
+SESSION_MEMO = "hitl_session"
 
 
 @router.get("/inbox", response_model=list[InboxItem])
 async def inbox(
     request: Request,
     person: str = Depends(caller),
-    claimed: bool = Query(False, description="also show items someone else has claimed"),
+    claimed: bool = Query(True, description="kept for older clients: claimed items are always listed, marked"),
 ) -> list[InboxItem]:
-    """The caller's waiting items on this API's task queue. Visibility lags by a moment: a
-    decision on a row that was settled meanwhile answers 409."""
+    """The caller's waiting items on this API's task queue, oldest first (the oldest 100). Visibility
+    lags by a moment: a decision on a row that was settled meanwhile answers 409."""
     gateway = temporal(request)
-    found = await read_inbox(await gateway.get(), task_queue=await gateway.queue(), person=person,
-                             show_claimed=claimed)
-    return found.items
+    client = await gateway.get()
+    policy = policy_of(request)
+    query = visibility_query(await gateway.queue())
+    if policy is None:
+        query += f' AND (HitlApprovers = "{escaped(person)}" OR HitlApprovers IS NULL)'
+    try:
+        rows = await listed(client, query)
+    except RPCError as error:
+        if error.status == RPCStatusCode.INVALID_ARGUMENT and "Hitl" in error.message:
+            raise HTTPException(503, f"this namespace lacks the sessions' search attributes ({error.message})") from None
+        raise
+    now = datetime.now(timezone.utc)
+    items = [item for session, item in rows if decides(person, session, item, policy)]
+    for item in items:
+        item.age_seconds = max(0.0, (now - item.requested_at).total_seconds())
+    items.sort(key=lambda item: (item.requested_at, item.session_id, item.call_id))
+    return items[:LIMIT]
+
+
+def decides(person: str, session: SessionFacts, item: InboxItem, policy: Policy | None) -> bool:
+    """The access table's right to decide, then what the row says the session would refuse anyway."""
+    if not may_decide(person, item.model_dump(), session, policy):
+        return False
+    if item.four_eyes and item.requested_by == person:
+        return False  # they may not approve their own request
+    return person not in item.approvals  # one vote each
+
+
+async def listed(client: Client, query: str) -> list[tuple[SessionFacts, InboxItem]]:
+    """Every listed session's open pauses with the session's facts, page after page."""
+    rows: list[tuple[SessionFacts, InboxItem]] = []
+
+    def fetch(token: bytes) -> asyncio.Task[Any]:
+        request = ListWorkflowExecutionsRequest(namespace=client.namespace, query=query, page_size=PAGE_SIZE,
+                                                next_page_token=token)
+        return asyncio.ensure_future(client.workflow_service.list_workflow_executions(request, retry=True, timeout=RPC))
+
+    following = fetch(b"")
+    while following is not None:
+        page = await following
+        following = fetch(page.next_page_token) if page.next_page_token else None
+        for execution in page.executions:
+            session_id = execution.execution.workflow_id
+            items = await items_of(client, session_id, execution.memo.fields.get(MEMO_KEY)) or []
+            about = await memo_of(client, execution.memo.fields.get(SESSION_MEMO))
+            session = SessionFacts.from_memo(session_id, execution.execution.run_id, False,
+                                             {SESSION_MEMO: about, MEMO_KEY: [item.model_dump() for item in items]})
+            rows.extend((session, item) for item in items)
+    return rows
+
+
+async def memo_of(client: Client, payload: Any) -> Any:
+    if payload is None:
+        return None
+    try:
+        [value] = await client.data_converter.decode([payload])
+        return value
+    except (TypeError, ValueError):
+        return None

@@ -19,9 +19,11 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from api.access import may_start
 from api.auth import caller
 from api.calls import proof_for
 from api.gateway import reason_of, run_query, send_update, temporal
+from api.guard import Grant, allowed, policy_of, refuse_unless, session_read
 from console.sessions import read_all
 from workflows.agent import AgentWorkflow
 from workflows.forms import describe_validation_error
@@ -32,6 +34,7 @@ from workflows.session import SessionInput
 router = APIRouter(prefix="/sessions", tags=["sessions"])
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$")
+SESSION_MEMO = "hitl_session"
 SETTLE_ROUNDS = 50  # a session that hands over this often during one turn is answered as running
 
 
@@ -56,9 +59,10 @@ class CancelBody(BaseModel):
     reason: str | None = None
 
 
-def session_input(body: dict[str, Any], person: str) -> tuple[str, dict[str, Any]]:
+def session_input(body: dict[str, Any], person: str, policy: Any = None) -> tuple[str, dict[str, Any]]:
     """The workflow input from a POST body: `session_id` taken out, `by` set to the caller,
-    verified decisions on unless the body turns them off, checked before anything starts."""
+    verified decisions on unless the body turns them off, checked (against the operator's
+    policy too) before anything starts."""
     request = dict(body)
     session_id = request.pop("session_id", None) or f"session-{uuid.uuid4().hex[:12]}"
     if not isinstance(session_id, str) or not SESSION_ID.match(session_id):
@@ -69,7 +73,7 @@ def session_input(body: dict[str, Any], person: str) -> tuple[str, dict[str, Any
         checked = SessionInput.model_validate(request)
     except ValidationError as error:
         raise HTTPException(422, f"invalid session input: {describe_validation_error(error)}") from None
-    problems = checked.rule_problems()
+    problems = checked.rule_problems() + (policy.loosened_by(request) if policy is not None else [])
     if problems:
         raise HTTPException(422, f"invalid session input: {'; '.join(problems)}")
     return session_id, request
@@ -90,7 +94,8 @@ async def settle(request: Request, session_id: str, after_event: int, settled: d
 async def start_session(request: Request, body: dict[str, Any] = Body(...), person: str = Depends(caller)) -> Started:
     """Start a session (the workflow input as the body, `session_id` optional) and answer once its
     first turn has paused for a person or answered."""
-    session_id, workflow_input = session_input(body, person)
+    refuse_unless(may_start(person, policy_of(request)))
+    session_id, workflow_input = session_input(body, person, policy_of(request))
     if workflow_input["verified_decisions"]:
         request.app.state.signer()  # on one machine, the key file a worker trusts exists before the session
     gateway = temporal(request)
@@ -99,6 +104,7 @@ async def start_session(request: Request, body: dict[str, Any] = Body(...), pers
         AgentWorkflow.run, workflow_input, id=session_id, task_queue=await gateway.queue(),
         id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
         static_summary=f"Agent session by {person}, started through the HTTP API",
+        memo={SESSION_MEMO: session_memo(workflow_input)},
     )
     try:
         settled = await client.execute_update_with_start_workflow(
@@ -114,6 +120,13 @@ async def start_session(request: Request, body: dict[str, Any] = Body(...), pers
     return Started(session_id=session_id, status=settled["status"], pending=settled["pending"])
 
 
+def session_memo(workflow_input: dict[str, Any]) -> dict[str, Any]:
+    """The `hitl_session` memo the workflow keeps (owner, participants, verified), set at start
+    too: the access table reads it with a describe, before the first workflow task has run."""
+    return {"owner": workflow_input["by"], "participants": list(workflow_input.get("participants") or []),
+            "verified": bool(workflow_input.get("verified_decisions"))}
+
+
 async def why_it_ended(client: Client, session_id: str) -> str | None:
     """A session that ended before its first turn settled (the worker refused its input, e.g. rules
     that name unknown tools, or verified decisions without a trusted key): the reason it failed with."""
@@ -127,37 +140,38 @@ async def why_it_ended(client: Client, session_id: str) -> str | None:
 
 
 @router.get("/{session_id}")
-async def status(session_id: str, request: Request, person: str = Depends(caller)) -> dict[str, Any]:
+async def status(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> dict[str, Any]:
     """The `status` query."""
-    return await run_query(request, session_id, "status")
+    return await session_read(request, grant, "status", lambda: run_query(request, session_id, "status"))
 
 
 @router.get("/{session_id}/pending")
-async def pending(session_id: str, request: Request, person: str = Depends(caller)) -> list[dict[str, Any]]:
+async def pending(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> list[dict[str, Any]]:
     """The `pending` query: what waits for a person, with the rules that govern each item."""
-    return await run_query(request, session_id, "pending")
+    return await session_read(request, grant, "pending", lambda: run_query(request, session_id, "pending"))
 
 
 @router.get("/{session_id}/transcript")
-async def transcript(session_id: str, request: Request, person: str = Depends(caller)) -> list[dict[str, Any]]:
+async def transcript(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> list[dict[str, Any]]:
     """The whole conversation as OpenAI chat messages, across every run of a long session."""
-    await run_query(request, session_id, "status")  # 404 for an unknown session
     client = await temporal(request).get()
-    return await read_all(client, session_id, "transcript_page", "messages")
+    return await session_read(request, grant, "transcript",
+                              lambda: read_all(client, session_id, "transcript_page", "messages"))
 
 
 @router.get("/{session_id}/audit")
-async def audit(session_id: str, request: Request, person: str = Depends(caller)) -> list[dict[str, Any]]:
+async def audit(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> list[dict[str, Any]]:
     """Every request, decision and refusal, across every run."""
-    await run_query(request, session_id, "status")
     client = await temporal(request).get()
-    return await read_all(client, session_id, "audit_page", "events")
+    return await session_read(request, grant, "audit", lambda: read_all(client, session_id, "audit_page", "events"))
 
 
 @router.post("/{session_id}/messages")
-async def send_message(session_id: str, body: Message, request: Request, person: str = Depends(caller)) -> dict[str, Any]:
+async def send_message(session_id: str, body: Message, request: Request,
+                       grant: Grant = Depends(allowed("message"))) -> dict[str, Any]:
     """A new user turn from the caller; `interrupt` stops the running step to re-plan with it.
     With `wait`, the answer also carries the status and pending items once the turn settles."""
+    person = grant.person
     proof = proof_for(request, session_id, MESSAGE_CALL_ID, "message", person, args_sha256({"text": body.text}))
     accepted = await send_update(request, session_id, "user_message_update",
                                  {"text": body.text, "interrupt": body.interrupt, "by": person, "proof": proof})
@@ -169,8 +183,9 @@ async def send_message(session_id: str, body: Message, request: Request, person:
 
 @router.post("/{session_id}/cancel")
 async def cancel(session_id: str, request: Request, body: CancelBody | None = None,
-                 person: str = Depends(caller)) -> dict[str, Any]:
+                 grant: Grant = Depends(allowed("cancel"))) -> dict[str, Any]:
     """Stop the session; every pending call is settled as cancelled."""
+    person = grant.person
     given = body.reason if body else None
     reason = f"{given} (by {person})" if given else f"cancelled by {person}"
     return await send_update(request, session_id, "cancel_update", {"reason": reason})

@@ -27,7 +27,7 @@ from activities.openai_backend import OpenAIBackend
 from tests.conftest import SECRET_KEY, Agent, running_agent
 from tests.fake_openai import FakeOpenAI
 
-PEOPLE = ("ana", "bob", "carol")
+PEOPLE = ("ana", "bob", "carol", "dave", "olga")
 
 
 def token_of(person: str) -> str:
@@ -86,17 +86,22 @@ async def scripted_api(env: WorkflowEnvironment, workspace: Path, signing_key: s
 
 
 class serving:
-    """`async with serving(agent)`: uvicorn with the API on a free loopback port, stopped after."""
+    """`async with serving(agent)`: uvicorn with the API on a free loopback port, stopped after.
+    `app_options` go to create_app (e.g. `policy=`); `agent=None` serves an API with no Temporal."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent | None, **app_options: Any) -> None:
         tokens = TokenBook({token_of(person): person for person in PEOPLE}, "test tokens")
-        self.app = create_app(client=agent.client, task_queue=agent.task_queue, tokens=tokens)
+        app_options.setdefault("policy", None)
+        if agent is not None:
+            app_options.update(client=agent.client, task_queue=agent.task_queue)
+        self.app = create_app(tokens=tokens, **app_options)
         self.agent = agent
         port = free_port()
         self.server = uvicorn.Server(uvicorn.Config(
             self.app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1,
         ))
         self.base = f"http://127.0.0.1:{port}"
+        self.port = port
 
     async def __aenter__(self) -> Api:
         self.task = asyncio.create_task(self.server.serve())
@@ -104,7 +109,7 @@ class serving:
             if self.task.done():
                 self.task.result()
             await asyncio.sleep(0.02)
-        return Api(self.base, self.agent, self.app)
+        return Api(self.base, self.agent, self.app)  # type: ignore[arg-type]
 
     async def __aexit__(self, *exc: object) -> None:
         self.server.should_exit = True

@@ -21,19 +21,20 @@ def sessions_in(items: list[dict[str, Any]]) -> set[str]:
 
 async def test_each_person_sees_only_what_they_may_decide(api: Api) -> None:
     only_bob = (await api.start("ana", "please delete notes.txt", approvers={"delete_file": ["bob"]}))["session_id"]
-    anyone = (await api.start("carol", "please delete notes.txt"))["session_id"]
-    four_eyes = (await api.start("ana", "please delete notes.txt", four_eyes=True))["session_id"]
-    everyone = {only_bob, anyone, four_eyes}
+    carols_own = (await api.start("carol", "please delete notes.txt"))["session_id"]  # no approvers: its owner's
+    four_eyes = (await api.start("ana", "please delete notes.txt", approvers={"delete_file": ["ana", "carol"]},
+                                 four_eyes=True))["session_id"]
 
-    bob = await eventually(lambda: inbox_of(api, "bob"), lambda items: sessions_in(items) == everyone)
-    assert [item["requested_at"] for item in bob] == sorted(item["requested_at"] for item in bob)  # oldest first
-    assert {item["tool"] for item in bob} == {"delete_file"}
-    assert sessions_in(await inbox_of(api, "ana")) == {anyone}  # not bob's, not her own under four eyes
-    assert sessions_in(await inbox_of(api, "carol")) == {anyone, four_eyes}
+    carol = await eventually(lambda: inbox_of(api, "carol"), lambda items: sessions_in(items) == {carols_own, four_eyes})
+    assert [item["requested_at"] for item in carol] == sorted(item["requested_at"] for item in carol)  # oldest first
+    assert {item["tool"] for item in carol} == {"delete_file"}
+    assert sessions_in(await inbox_of(api, "bob")) == {only_bob}  # not carol's own, not where others approve
+    assert sessions_in(await inbox_of(api, "ana")) == set()  # not bob's, not her own request under four eyes
+    assert sessions_in(await inbox_of(api, "dave")) == set()
 
 
 async def test_a_claim_keeps_others_decisions_out_until_it_is_released(api: Api) -> None:
-    started = await api.start("ana", "please delete notes.txt")
+    started = await api.start("ana", "please delete notes.txt", approvers={"delete_file": ["bob", "carol"]})
     session, call = started["session_id"], started["pending"][0]["call_id"]
     url = f"/sessions/{session}/calls/{call}"
     async with api.as_("bob") as bob, api.as_("carol") as carol:
@@ -46,9 +47,10 @@ async def test_a_claim_keeps_others_decisions_out_until_it_is_released(api: Api)
         assert "claimed by bob" in refused.json()["detail"]
         assert (await carol.post(f"{url}/release")).status_code == 409  # only the claimant releases
 
-        await eventually(lambda: inbox_of(api, "carol", "?claimed=true"),
-                         lambda items: any(i["call_id"] == call and i["claimed_by"] == "bob" for i in items))
-        assert session not in sessions_in(await inbox_of(api, "carol"))
+        # The item stays in carol's inbox, marked: who holds it and until when.
+        marked = await eventually(lambda: inbox_of(api, "carol"),
+                                  lambda items: any(i["call_id"] == call and i["claimed_by"] == "bob" for i in items))
+        assert [i["claim_until"] for i in marked if i["call_id"] == call][0]
 
         released = await bob.post(f"{url}/release")
         assert released.status_code == 200, released.text

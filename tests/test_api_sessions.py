@@ -20,7 +20,7 @@ async def test_start_answers_201_with_the_first_pause_and_the_reads_follow(api: 
     assert (item["kind"], item["tool"], item["args"]) == ("approval", "delete_file", {"path": "notes.txt"})
     assert item["requested_by"] == "ana"
     session = started["session_id"]
-    async with api.as_("bob") as http:
+    async with api.as_("ana") as http:
         assert (await http.get(f"/sessions/{session}")).json()["state"] == "awaiting_human"
         assert [p["call_id"] for p in (await http.get(f"/sessions/{session}/pending")).json()] == [item["call_id"]]
         transcript = (await http.get(f"/sessions/{session}/transcript")).json()
@@ -38,11 +38,11 @@ async def test_a_session_that_answers_at_once_is_answered_in_the_201(api: Api) -
 
 async def test_approve_with_edited_args_runs_with_them_and_by_in_the_body_is_ignored(api: Api) -> None:
     (api.agent.workspace / "old.txt").write_text("old\n")
-    started = await api.start("ana", "please delete notes.txt")
+    started = await api.start("ana", "please delete notes.txt", approvers={"delete_file": ["bob"]})
     session, call = started["session_id"], started["pending"][0]["call_id"]
-    async with api.as_("bob") as http:
-        decided = await http.post(f"/sessions/{session}/calls/{call}/approve",
-                                  json={"args": {"path": "old.txt"}, "comment": "the old one", "by": "mallory"})
+    async with api.as_("bob") as bob, api.as_("ana") as http:
+        decided = await bob.post(f"/sessions/{session}/calls/{call}/approve",
+                                 json={"args": {"path": "old.txt"}, "comment": "the old one", "by": "mallory"})
         assert decided.status_code == 200, decided.text
         assert decided.json()["outcome"] == "edited"
         await eventually(lambda: http.get(f"/sessions/{session}"), lambda r: r.json()["state"] == "idle")
@@ -83,13 +83,17 @@ async def test_401_without_a_token_or_with_an_unknown_one(api: Api) -> None:
 async def test_403_for_someone_who_is_not_an_approver_and_under_four_eyes(api: Api) -> None:
     started = await api.start("ana", "please delete notes.txt", approvers={"delete_file": ["bob", "ana"]}, four_eyes=True)
     session, call = started["session_id"], started["pending"][0]["call_id"]
+    only_bob = await api.start("ana", "please delete notes.txt", approvers={"delete_file": ["bob"]})
     async with api.as_("carol") as carol, api.as_("ana") as ana:
-        refused = await carol.post(f"/sessions/{session}/calls/{call}/approve", json={})
-        assert refused.status_code == 403, refused.text
-        assert "carol may not decide delete_file" in refused.json()["detail"]
+        unseen = await carol.post(f"/sessions/{session}/calls/{call}/approve", json={})
+        assert unseen.status_code == 404, unseen.text  # carol has no part in ana's session: it does not exist for her
         own = await ana.post(f"/sessions/{session}/calls/{call}/approve", json={})
         assert own.status_code == 403, own.text
         assert "four-eyes" in own.json()["detail"]
+        not_hers = await ana.post(f"/sessions/{only_bob['session_id']}/calls/{only_bob['pending'][0]['call_id']}/approve",
+                                  json={})
+        assert not_hers.status_code == 403, not_hers.text
+        assert "ana may not decide delete_file; approvers: bob" in not_hers.json()["detail"]
     assert (api.agent.workspace / "notes.txt").exists()
 
 
@@ -112,7 +116,7 @@ async def test_409_when_already_settled_stale_or_taken(api: Api) -> None:
     started = await api.start("ana", "please delete notes.txt")
     session, item = started["session_id"], started["pending"][0]
     url = f"/sessions/{session}/calls/{item['call_id']}"
-    async with api.as_("bob") as bob:
+    async with api.as_("ana") as bob:
         stale = await bob.post(f"{url}/approve", json={"expected_args_sha256": "0" * 64})
         assert stale.status_code == 409, stale.text
         assert "stale" in stale.json()["detail"]
@@ -129,7 +133,7 @@ async def test_422_for_an_invalid_body_or_arguments(api: Api) -> None:
     started = await api.start("ana", "please delete notes.txt")
     session, call = started["session_id"], started["pending"][0]["call_id"]
     url = f"/sessions/{session}/calls/{call}"
-    async with api.as_("bob") as http:
+    async with api.as_("ana") as http:
         for body in ({"args": "notes.txt"}, {"unknown": 1}, {"args": {"path": "x", "force": True}}, {"args": {}}):
             answer = await http.post(f"{url}/approve", json=body)
             assert answer.status_code == 422, (body, answer.text)
@@ -169,7 +173,7 @@ async def test_a_question_is_answered_through_the_api_and_a_wrong_answer_is_422(
     [item] = started["pending"]
     assert (item["kind"], item["question"], item["fields"][1]["choices"]) == ("question", "Trip details?", ["economy", "business"])
     url = f"/sessions/{started['session_id']}/calls/q1/answer"
-    async with api.as_("bob") as bob:
+    async with api.as_("ana") as bob:
         wrong = await bob.post(url, json={"answer": {"origin": "Paris", "class": "first"}})
         assert wrong.status_code == 422, wrong.text
         assert "not one of ['economy', 'business']" in wrong.json()["detail"]
@@ -184,7 +188,7 @@ async def test_a_decision_over_temporals_payload_limit_is_503_and_the_call_still
     Update unapplied: that is not "the session is closed" (a 409 the caller would give up on)."""
     started = await api.start("ana", "please delete notes.txt")
     session, call = started["session_id"], started["pending"][0]["call_id"]
-    async with api.as_("bob") as http:
+    async with api.as_("ana") as http:
         answer = await http.post(f"/sessions/{session}/calls/{call}/reject", json={"reason": "x" * 2_500_000})
         assert answer.status_code in (413, 422, 503), answer.text
         assert "closed" not in answer.json()["detail"]

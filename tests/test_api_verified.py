@@ -35,8 +35,9 @@ async def test_a_forged_by_through_the_temporal_cli_is_refused_and_the_same_pers
         through_api = await bob.post(f"/sessions/{session}/calls/{call}/approve", json={})
         assert through_api.status_code == 200, through_api.text
         assert through_api.json()["outcome"] == "approved"
-        await eventually(lambda: bob.get(f"/sessions/{session}"), lambda answer: answer.json()["state"] == "idle")
-        audit = (await bob.get(f"/sessions/{session}/audit")).json()
+    async with api.as_("ana") as ana:  # bob decided nothing else there: the session is its owner's to read now
+        await eventually(lambda: ana.get(f"/sessions/{session}"), lambda answer: answer.json()["state"] == "idle")
+        audit = (await ana.get(f"/sessions/{session}/audit")).json()
     assert [e["by"] for e in audit if e["event"] == "approved"] == ["bob"]
     assert not (api.agent.workspace / "notes.txt").exists()
 
@@ -58,5 +59,5 @@ async def test_a_proof_is_bound_to_its_call_and_cannot_be_replayed_through_the_c
         update = await temporal(api.agent, "workflow", "update", "execute", "--workflow-id", session,
                                 "--name", "approve_update", "--input", forged)
         assert update.returncode != 0, update.stdout
-    async with api.as_("bob") as bob:
-        assert [p["call_id"] for p in (await bob.get(f"/sessions/{session}/pending")).json()] == [item["call_id"]]
+    async with api.as_("ana") as ana:
+        assert [p["call_id"] for p in (await ana.get(f"/sessions/{session}/pending")).json()] == [item["call_id"]]

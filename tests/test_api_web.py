@@ -73,8 +73,8 @@ def click(selector: str) -> Callable[[Any], bool]:
 
 async def test_approve_with_an_edited_argument_and_see_the_result_arrive_live(api: Api, browser: Any) -> None:
     (api.agent.workspace / "draft.txt").write_text("an old draft\n")
-    waiting = await api.start("ana", "book a flight to Beijing")  # stays in bob's inbox: a question
-    started = await api.start("ana", "please delete notes.txt <b>not bold</b>")
+    waiting = await api.start("bob", "book a flight to Beijing")  # stays in bob's inbox: a question
+    started = await api.start("bob", "please delete notes.txt <b>not bold</b>")
     session, call = started["session_id"], started["pending"][0]["call_id"]
 
     await asyncio.to_thread(browser.get, api.base + "/")
@@ -118,7 +118,7 @@ async def test_a_form_and_a_choice_are_answered_from_the_page(scripted_api: tupl
         tool_calls(("q2", "ask_user_question", {"question": "Window or aisle?", "choices": ["window", "aisle"]})),
         text("booked"),
     )
-    session = (await api.start("ana", "book a trip"))["session_id"]
+    session = (await api.start("carol", "book a trip"))["session_id"]
 
     await asyncio.to_thread(browser.get, api.base + "/")
     [token_field] = await until(browser, find("#token"))
@@ -142,7 +142,7 @@ async def test_a_form_and_a_choice_are_answered_from_the_page(scripted_api: tupl
 
 
 async def test_a_result_is_reviewed_and_replaced_from_the_page(api: Api, browser: Any) -> None:
-    session = (await api.start("ana", "draft an email to bob@example.com about lunch saying see you at noon"))["session_id"]
+    session = (await api.start("bob", "draft an email to bob@example.com about lunch saying see you at noon"))["session_id"]
     await asyncio.to_thread(browser.get, api.base + "/")
     [token_field] = await until(browser, find("#token"))
     await asyncio.to_thread(token_field.send_keys, token_of("bob") + "\n")

@@ -31,6 +31,13 @@ LEFT_TO_USER = {
     "HITL_CORS_ORIGINS": "set on the api service only",
     "HITL_MCP_CONFIG": "MCP servers run inside the worker's image: build yours with them, mount the config and name it",
     "HITL_API_TOKENS": "people's tokens are yours: mount a tokens file on the api service and name it (README, HTTP API)",
+    "HITL_POLICY": "the operator's policy is yours: mount the file on the worker and api services and name it",
+    "HITL_ALLOWED_HOSTS": "the published port answers to localhost; list your proxy's name if you put one in front",
+    "HITL_API_READS_PER_PERSON": "the default (8 reads in flight per person) suits one machine",
+    "HITL_API_STREAMS_PER_PERSON": "the default (10 open event streams per person) suits one machine",
+    "HITL_API_CLOSED_CACHE": "the default (256 answers about closed sessions) suits one machine",
+    "HITL_CODEC_CONCURRENCY": "the default (4 codec requests at once) suits one UI",
+    "HITL_CODEC_MAX_BYTES": "the default (8 MB, over Temporal's own 2 MB payload limit) suits every history",
 }
 # Read from the environment by the Temporal SDK's own configuration (temporalio.envconfig).
 ENVCONFIG = {"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_PROFILE"}
