@@ -9,6 +9,7 @@ gets (503 while Temporal is unreachable, no framing).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from functools import lru_cache
@@ -93,6 +94,16 @@ def create_app(
         (or Temporal cannot answer), which is 503, never 500."""
         return JSONResponse({"detail": f"Temporal did not answer: {error.message}"}, status_code=503,
                             headers={"Retry-After": "5"})
+
+    @app.exception_handler(RuntimeError)
+    async def temporal_never_reached(request: Request, error: RuntimeError) -> JSONResponse:
+        """The SDK raises RuntimeError('Failed client connect: ...') from a client that has not
+        reached Temporal yet; any other RuntimeError is a bug, answered 500 and logged."""
+        if "client connect" in str(error):
+            return JSONResponse({"detail": f"cannot reach Temporal: {error}"}, status_code=503,
+                                headers={"Retry-After": "5"})
+        logging.getLogger("hitl.api").error("unexpected error", exc_info=error)
+        return JSONResponse({"detail": "internal error"}, status_code=500)
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, object]:
