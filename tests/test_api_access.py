@@ -19,7 +19,8 @@ async def every_door(api: Api, person: str, session: str, call: str) -> dict[str
     async with api.as_(person) as http:
         for read in READS:
             answers[f"GET {read or '/'}"] = (await http.get(f"/sessions/{session}{read}")).status_code
-        answers["GET /events"] = (await http.get(f"/sessions/{session}/events")).status_code
+        async with http.stream("GET", f"/sessions/{session}/events") as stream:  # a stream that opens stays open
+            answers["GET /events"] = stream.status_code
         answers["POST /events/ticket"] = (await http.post(f"/sessions/{session}/events/ticket")).status_code
         answers["POST /messages"] = (await http.post(f"/sessions/{session}/messages", json={"text": "stop that"})).status_code
         answers["POST /cancel"] = (await http.post(f"/sessions/{session}/cancel", json={})).status_code

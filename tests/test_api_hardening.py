@@ -237,19 +237,21 @@ async def test_one_person_has_a_few_streams_and_reads_at_once_and_others_are_not
         first, second = ana.stream("GET", f"/sessions/{session}/events"), ana.stream("GET", f"/sessions/{session}/events")
         try:
             assert (await first.__aenter__()).status_code == 200
-            assert (await second.__aenter__()).status_code == 200
-            third = await ana.get(f"/sessions/{session}/events")
-            assert third.status_code == 429, third.text
-            assert "HITL_API_STREAMS_PER_PERSON" in third.json()["detail"]
-            async with bob.stream("GET", f"/sessions/{session}/events") as bobs:
-                assert bobs.status_code == 200  # the limit is ana's, not the session's
+            try:
+                assert (await second.__aenter__()).status_code == 200
+                async with ana.stream("GET", f"/sessions/{session}/events") as third:
+                    assert third.status_code == 429
+                    assert "HITL_API_STREAMS_PER_PERSON" in json.loads(await third.aread())["detail"]
+                async with bob.stream("GET", f"/sessions/{session}/events") as bobs:
+                    assert bobs.status_code == 200  # the limit is ana's, not the session's
+            finally:
+                await second.__aexit__(None, None, None)
+            # Once the server has seen one close, ana may open another.
+            await eventually(lambda: asyncio.sleep(0, api.app.state.streams.held.get("ana", 0)), lambda held: held == 1)
+            async with ana.stream("GET", f"/sessions/{session}/events") as again:
+                assert again.status_code == 200
         finally:
-            await second.__aexit__(None, None, None)
-        # Once the server has seen one close, ana may open another.
-        await eventually(lambda: asyncio.sleep(0, api.app.state.streams.held.get("ana", 0)), lambda held: held == 1)
-        async with ana.stream("GET", f"/sessions/{session}/events") as again:
-            assert again.status_code == 200
-        await first.__aexit__(None, None, None)
+            await first.__aexit__(None, None, None)
 
         # Given a read of ana's in flight (her one slot held), her next read waits for it; bob's does not.
         give_back = api.app.state.reads.take("ana")
