@@ -42,6 +42,7 @@ from workflows.handover import (
     shrink_to_fit,
 )
 from workflows.limits import (
+    MAX_ARGUMENT_BYTES,
     MAX_QUEUED_BYTES,
     MODEL_WINDOW_BYTES,
     RECORDED_BYTES,
@@ -65,7 +66,7 @@ from workflows.pauses import (
     deadline_after,
     parse_decision,
 )
-from workflows.planning import PlannedCall, plan_reply, with_unique_call_ids
+from workflows.planning import PlannedCall, plan_reply, with_recorded_args, with_unique_call_ids
 from workflows.requests import (
     ConversationRef,
     FactsRequest,
@@ -144,6 +145,9 @@ AUTHORIZATION_MODEL = "operator-policy-bound-proofs-judged-calls"
 SESSION_MEMO = "hitl_session"
 PINS_KEPT = 500
 RESULTS_KEPT = 50
+# How long a worker's "run" for a tool whose verdict no argument changes is reused without asking
+# the worker again: a changed policy file applies within this long. Each reuse saves a marker.
+VERDICT_REUSE = timedelta(seconds=60)
 # Past these the session stops waiting for people rather than be ended by Temporal.
 HISTORY_EVENTS_CRITICAL = 45_000
 HISTORY_BYTES_CRITICAL = 40_000_000
@@ -221,6 +225,7 @@ class AgentWorkflow:
         self.pins: dict[str, Pin] = {}  # tools' definitions as this session first saw them
         self.results_this_turn: list[tuple[str, str]] = []  # (tool, call id) whose output entered this turn
         self.reset_seen = False  # set by Temporal's new random seed: the run was reset here
+        self.reusable_runs: dict[str, tuple[dict[str, Any], datetime]] = {}  # tool -> (verdict, judged at)
         if carried is not None:
             self.resume(carried)
 
@@ -500,6 +505,9 @@ class AgentWorkflow:
         """Every reply's calls judged in this worker, each from its own arguments: the catalog,
         the operator's policy (read now), the definitions this session pinned, and whether
         untrusted output entered the turn. Nothing the model activity returned is taken."""
+        reused = self.reused_verdicts(reply)
+        if reused is not None:
+            return reply.model_copy(update={"catalog_plans": reused})
         called = {call.name for call in reply.tool_calls}
         judgement = await workflow.execute_local_activity(
             "judge_calls", JudgementRequest(
@@ -513,7 +521,24 @@ class AgentWorkflow:
         for tool, pin in judgement.new_pins.items():
             if len(self.pins) < PINS_KEPT:
                 self.pins.setdefault(tool, pin)
-        return reply.model_copy(update={"catalog_plans": judgement.plans})
+        for plan in judgement.plans:
+            if plan.get("reusable"):
+                self.reusable_runs[plan["tool"]] = ({k: v for k, v in plan.items() if k not in ("args", "args_as_sent")},
+                                                    workflow.now())
+        return reply.model_copy(update={"catalog_plans": with_recorded_args(judgement.plans, reply)})
+
+    def reused_verdicts(self, reply: ModelReply) -> list[dict[str, Any]] | None:
+        """The worker's recent "run" for every call of the reply, when each tool's verdict holds for
+        any arguments (the worker said so), with the call's own arguments; None to ask the worker.
+        Nothing here comes from the model activity; the tool activity checks the arguments again."""
+        plans, now = [], workflow.now()
+        for call in reply.tool_calls:
+            found = self.reusable_runs.get(call.name)
+            if found is None or now - found[1] > VERDICT_REUSE or utf8_size(call.function.arguments) > MAX_ARGUMENT_BYTES:
+                return None
+            plans.append({**found[0], "args_as_sent": True})
+        plans = with_recorded_args(plans, reply)
+        return plans if plans and all(isinstance(plan["args"], dict) for plan in plans) else None
 
     async def finish_step(self) -> None:
         """Settle every call of the step: wait for decisions, run what may run, wait for reviews.
@@ -728,7 +753,8 @@ class AgentWorkflow:
         led to it, what the model said, what the tool is, and why it waits for them."""
         item.verified = self.config.verified_decisions
         item.led_by, item.model_text = self.conversation.context_of(item.call_id, 1_000)
-        item.description = plan.description
+        spec = CATALOG.get(item.tool)  # what the tool is, as the worker knows it now: shown, not judged
+        item.description = clip(spec.description, 500) if spec is not None else None
         item.remember_allowed = False if plan.remember_allowed is False else None
         item.because = {
             "question": "the model asked a person",
