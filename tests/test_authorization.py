@@ -281,3 +281,17 @@ async def test_a_tool_that_needed_approval_keeps_asking_when_its_server_redefine
         CATALOG.remove("mcp__ops__deploy")
     assert [args["target"] for args in ran] == ["staging"]
     assert second["because"].startswith("the definition of mcp__ops__deploy changed since this session first saw it")
+
+
+async def test_a_new_run_records_one_patch_marker_not_one_per_patch(agent: Agent) -> None:
+    """Every new run's timeline in the Temporal UI began with five `core_patch` markers: a run that
+    has the newest patch has every older one (workflows/patches.py)."""
+    session = await agent.start("please delete notes.txt")
+    [item] = await pending_items(session)
+    await session.execute_update("approve_update", {"call_id": item["call_id"], "by": "ana"})
+    await settled(session)
+    await session.execute_update("cancel_update", {"reason": "done"})
+    await session.result()
+    markers = [e.marker_recorded_event_attributes.marker_name for e in (await session.fetch_history()).events
+               if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+    assert markers.count("core_patch") == 1, markers

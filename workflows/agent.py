@@ -66,6 +66,7 @@ from workflows.pauses import (
     deadline_after,
     parse_decision,
 )
+from workflows.patches import Behaviours
 from workflows.planning import PlannedCall, plan_reply, with_recorded_args, with_unique_call_ids
 from workflows.requests import (
     ConversationRef,
@@ -122,26 +123,6 @@ NOTIFY_CALL = dict(
     start_to_close_timeout=timedelta(seconds=30),
     retry_policy=RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(minutes=1)),
 )
-# Sessions recorded before this change continue as new only between turns;
-# the marker lets their histories replay unchanged.
-HAND_OVER_ANYWHERE = "continue-as-new-inside-turns-and-pauses"
-# Sessions closed before this change may have ended with a notification in flight.
-CLOSE_AFTER_NOTIFICATIONS = "close-after-notifications"
-# Sessions started before this change publish no search attributes and know no proofs.
-PUBLISH_AND_VERIFY = "search-attributes-claims-verified-decisions"
-# Sessions started before this change checked edited arguments against MCP schemas' regexes in
-# the workflow (see catalog/schema_tools.py, without_regexes).
-EDITS_WITHOUT_REGEXES = "edited-arguments-without-schema-regexes"
-# Sessions started before this change took the catalog's verdict from the model activity's result,
-# which anyone who reaches the frontend can complete in its place (see judge_calls).
-VERDICTS_BY_LOCAL_ACTIVITY = "catalog-verdicts-by-local-activity"
-# Runs that trust the model activity's "run" only for tools the local activity already
-# judged auto-run in this run (a local activity marker a step kept steps over 2 KB).
-VERDICTS_CACHED_PER_RUN = "catalog-verdicts-cached-per-run"
-# Runs that judge every reply's calls in the worker with the operator's policy (no verdict taken
-# from the model activity), bind proofs to the run and the whole decision, remember approvals
-# only for the person whose request they were given for, and say on each pause why it waits.
-AUTHORIZATION_MODEL = "operator-policy-bound-proofs-judged-calls"
 SESSION_MEMO = "hitl_session"
 PINS_KEPT = 500
 RESULTS_KEPT = 50
@@ -156,7 +137,6 @@ PAGE_BYTES = 1_500_000  # a query answer stays below Temporal's 2 MB
 # Temporal admits 10 Updates in flight per workflow; waiters beyond this many answer the oldest
 # at once, so callers that wait for ever (an `after_event` nobody reaches) leave room for decisions.
 MAX_WAITERS = 4
-WAITERS_BOUNDED = "wait-until-settled-bounded"
 AUDIT_EVENT: dict[Outcome, str] = {
     "approved": "approved", "edited": "edited", "rejected": "rejected", "declined": "rejected",
     "answered": "answered", "timed_out": "timed_out", "moved_on": "cancelled", "cancelled": "cancelled",
@@ -222,6 +202,7 @@ class AgentWorkflow:
         # The local activity's verdict (arguments aside) on tools it said run without asking, this run.
         self.judged_auto_run: dict[str, dict[str, Any]] = {}
         self.authorized = True  # likewise, AUTHORIZATION_MODEL
+        self.behaviours = Behaviours()
         self.pins: dict[str, Pin] = {}  # tools' definitions as this session first saw them
         self.results_this_turn: list[tuple[str, str]] = []  # (tool, call id) whose output entered this turn
         self.reset_seen = False  # set by Temporal's new random seed: the run was reset here
@@ -255,20 +236,19 @@ class AgentWorkflow:
     async def run(self, request: RawValue = None) -> SessionSummary:  # type: ignore[assignment]
         if self.setup_error:
             raise ApplicationError(self.setup_error, type="InvalidSessionInput", non_retryable=True)
-        self.hands_over_anywhere = workflow.patched(HAND_OVER_ANYWHERE)
-        # Asked before any local activity: a replay must meet the markers in the order they were made.
-        publishes_and_verifies = workflow.patched(PUBLISH_AND_VERIFY)
-        self.edit_regexes = not workflow.patched(EDITS_WITHOUT_REGEXES)
-        self.verdicts_locally = workflow.patched(VERDICTS_BY_LOCAL_ACTIVITY)
-        self.verdicts_cached = workflow.patched(VERDICTS_CACHED_PER_RUN)
-        self.authorized = workflow.patched(AUTHORIZATION_MODEL)
+        self.behaviours = behaviours = Behaviours.at_run_start()  # see workflows/patches.py
+        self.hands_over_anywhere = behaviours.hands_over_anywhere
+        self.edit_regexes = not behaviours.edits_without_regexes
+        self.verdicts_locally = behaviours.verdicts_by_local_activity
+        self.verdicts_cached = behaviours.verdicts_cached_per_run
+        self.authorized = behaviours.authorization_model
         if self.authorized:
             self.verifier.bound = True
             workflow.register_random_seed_callback(self.on_reset)
             asyncio.ensure_future(self.watch_for_resets())
         if self.hands_over_anywhere and workflow.info().continued_run_id is None:
             await self.check_tool_names()
-        if publishes_and_verifies:
+        if behaviours.publishes_and_verifies:
             await self.learn_environment()
         try:
             if self.in_turn:  # this run continues a turn the previous run was in
@@ -286,7 +266,7 @@ class AgentWorkflow:
         run ends. An activity that completes while the closing task is in flight makes Temporal
         fail that task (UnhandledCommand), which aborts any Update it carried: a person's cancel
         would come back as an error."""
-        if workflow.patched(CLOSE_AFTER_NOTIFICATIONS):
+        if self.behaviours.closes_after_notifications():
             await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
         else:
             await workflow.wait_condition(workflow.all_handlers_finished)
@@ -968,7 +948,7 @@ class AgentWorkflow:
         self.waiters_seen += 1
         waiter = self.waiters_seen
         self.waiters.append(waiter)
-        if len(self.waiters) > MAX_WAITERS and workflow.patched(WAITERS_BOUNDED):
+        if len(self.waiters) > MAX_WAITERS and self.behaviours.bounds_waiters():
             self.waiters.pop(0)  # the oldest answers now, with the session as it is
         try:
             await workflow.wait_condition(
