@@ -186,19 +186,31 @@ async def test_session_input_cannot_loosen_the_operators_policy(agent: Agent, tm
     agent deleted a file and nobody was asked."""
     write_policy(tmp_path, monkeypatch, {
         "groups": {"oncall": ["ana", "bob"]},
-        "sessions": {"verified": "required"},
+        "sessions": {"verified": "required", "may_start": ["@oncall"]},
         "tools": {"delete_file": {"approval": "always", "approvers": ["@oncall"]}},
     })
     for loosening, key in [({"auto_approve": ["*"], "verified_decisions": True}, "auto_approve"),
                            ({"auto_approve": ["delete_file"], "verified_decisions": True}, "auto_approve"),
                            ({"verified_decisions": False}, "verified_decisions"),
-                           ({"approvers": {"delete_file": ["eve"]}, "verified_decisions": True}, "approvers")]:
-        session = await agent.start("please delete notes.txt", **loosening)
+                           ({"approvers": {"delete_file": ["eve"]}, "verified_decisions": True}, "approvers"),
+                           ({"escalate_to": ["eve"], "verified_decisions": True}, "escalate_to"),
+                           ({"by": "eve", "verified_decisions": True}, "by")]:
+        session = await agent.start("please delete notes.txt", **{"by": "ana", **loosening})
         with pytest.raises(WorkflowFailureError) as failure:
             await session.result()
         message = failure.value.cause.message  # type: ignore[union-attr]
         assert message.startswith(f"invalid session input: {key}:") and "operator's policy" in message, message
     assert (agent.workspace / "notes.txt").exists()
+
+
+async def test_a_claim_lasts_an_hour_at_most(agent: Agent) -> None:
+    """A claim for a day kept the real approver out of a decision for a day."""
+    session = await agent.start("please delete notes.txt")
+    [item] = await pending_items(session)
+    assert "at most 3600 seconds" in await refused_update(session, "claim_update", {
+        "call_id": item["call_id"], "by": "mallory", "for_seconds": 86400})
+    claimed = await session.execute_update("claim_update", {"call_id": item["call_id"], "by": "ana", "for_seconds": 3600})
+    assert claimed["claimed_by"] == "ana"
 
 
 async def test_the_policy_asks_its_approvers_and_forbids_remembering(

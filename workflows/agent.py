@@ -129,6 +129,7 @@ RESULTS_KEPT = 50
 # How long a worker's "run" for a tool whose verdict no argument changes is reused without asking
 # the worker again: a changed policy file applies within this long. Each reuse saves a marker.
 VERDICT_REUSE = timedelta(seconds=60)
+CLAIM_SECONDS_AT_MOST = 3600.0  # a claim keeps others out of a decision: for an hour at most
 # Past these the session stops waiting for people rather than be ended by Temporal.
 HISTORY_EVENTS_CRITICAL = 45_000
 HISTORY_BYTES_CRITICAL = 40_000_000
@@ -279,7 +280,7 @@ class AgentWorkflow:
             facts = await workflow.execute_local_activity(
                 "session_facts", FactsRequest(
                     verified_decisions=self.config.verified_decisions,
-                    rules=self.config.model_dump(include={*RULE_FIELDS, "verified_decisions", "escalate_to"}),
+                    rules=self.config.model_dump(include={*RULE_FIELDS, "verified_decisions", "escalate_to", "by"}),
                 ),
                 result_type=SessionFacts, start_to_close_timeout=timedelta(seconds=10),
                 summary="search attributes, decision keys and the operator's policy",
@@ -1013,6 +1014,8 @@ class AgentWorkflow:
         self.refuse_if_closing()
         request, proof = self.proven(parse_decision(verb, payload))
         now = workflow.now()
+        if self.authorized and isinstance(request, Claim) and request.for_seconds > CLAIM_SECONDS_AT_MOST:
+            raise Refusal(f"a claim lasts at most {CLAIM_SECONDS_AT_MOST:g} seconds; claim again when it runs out")
         verdict = self.pauses.claim(request, now) if isinstance(request, Claim) else self.pauses.release(request, now)
         return verdict, proof
 
