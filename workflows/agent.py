@@ -972,9 +972,9 @@ class AgentWorkflow:
 
     def refuse_if_closing(self) -> None:
         if self.state == "closed":
-            raise Refusal("the session is closed")
+            raise Refusal("the session is closed", code="conflict")
         if self.cancel_reason is not None:
-            raise Refusal("the session is being cancelled; no decision is accepted")
+            raise Refusal("the session is being cancelled; no decision is accepted", code="conflict")
 
     def proven(self, decision: DecisionBase) -> tuple[Any, SpentProof | None]:
         """On a verified session, the decision as its proof says it was made (see workflows/identity.py)."""
@@ -1015,7 +1015,7 @@ class AgentWorkflow:
         request, proof = self.proven(parse_decision(verb, payload))
         now = workflow.now()
         if self.authorized and isinstance(request, Claim) and request.for_seconds > CLAIM_SECONDS_AT_MOST:
-            raise Refusal(f"a claim lasts at most {CLAIM_SECONDS_AT_MOST:g} seconds; claim again when it runs out")
+            raise Refusal(f"a claim lasts at most {CLAIM_SECONDS_AT_MOST:g} seconds; claim again when it runs out", code="invalid")
         verdict = self.pauses.claim(request, now) if isinstance(request, Claim) else self.pauses.release(request, now)
         return verdict, proof
 
@@ -1056,16 +1056,16 @@ class AgentWorkflow:
 
     def parse_message(self, payload: Any) -> UserMessage:
         if self.state == "closed" or self.cancel_reason is not None:
-            raise Refusal("the session is closed")
+            raise Refusal("the session is closed", code="conflict")
         if isinstance(payload, str):
             payload = {"text": payload}
         try:
             message = UserMessage.model_validate(payload)
         except ValidationError as error:
-            raise Refusal(f"malformed user_message: {describe_validation_error(error)}") from None
+            raise Refusal(f"malformed user_message: {describe_validation_error(error)}", code="invalid") from None
         queued = sum(utf8_size(queued.text) for queued in self.inbox) + utf8_size(message.text)
         if queued > MAX_QUEUED_BYTES:
-            raise Refusal(f"{len(self.inbox)} messages already wait for the agent; send this one once they are taken in")
+            raise Refusal(f"{len(self.inbox)} messages already wait for the agent; send this one once they are taken in", code="conflict")
         return message
 
     def receive_message(self, payload: Any) -> dict[str, Any]:
@@ -1080,11 +1080,11 @@ class AgentWorkflow:
 
     def parse_cancel(self, payload: Any) -> CancelRequest:
         if self.state == "closed" or self.cancel_reason is not None:
-            raise Refusal("the session is already closed or closing")
+            raise Refusal("the session is already closed or closing", code="conflict")
         try:
             return CancelRequest.model_validate(payload if payload is not None else {})
         except ValidationError as error:
-            raise Refusal(f"malformed cancel: {describe_validation_error(error)}") from None
+            raise Refusal(f"malformed cancel: {describe_validation_error(error)}", code="invalid") from None
 
     def request_cancel(self, payload: Any) -> dict[str, Any]:
         self.cancel_reason = self.parse_cancel(payload).reason or "no reason given"
@@ -1121,9 +1121,9 @@ class AgentWorkflow:
         except ProofRefusal:
             return  # accepted only to be refused by the handler, so that the attempt is audited
         except Refusal as refusal:
-            raise Refusal(clip(str(refusal), RECORDED_BYTES * 4)) from None
+            raise refused(clip(str(refusal), RECORDED_BYTES * 4), refusal.code) from None
         except Exception as error:
-            raise Refusal(f"internal error: {type(error).__name__}: {clip(str(error), RECORDED_BYTES)}") from None
+            raise refused(f"internal error: {type(error).__name__}: {clip(str(error), RECORDED_BYTES)}", "conflict") from None
 
     def update_or_fail(self, name: str, payload: RawValue, handle: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
         """Validators refuse most bad Updates before they are recorded; what reaches a handler and
@@ -1134,11 +1134,11 @@ class AgentWorkflow:
             return handle(value)
         except Refusal as refusal:
             self.record_refusal(name, value, str(refusal))
-            raise ApplicationError(clip(str(refusal), RECORDED_BYTES * 4), type="Refusal", non_retryable=True) from None
+            raise refused(clip(str(refusal), RECORDED_BYTES * 4), refusal.code) from None
         except Exception as error:
             workflow.logger.exception("Update %s could not be handled", name)
             self.record_refusal(name, value, f"internal error: {type(error).__name__}")
-            raise ApplicationError(f"internal error: {type(error).__name__}", type="Refusal", non_retryable=True) from None
+            raise refused(f"internal error: {type(error).__name__}", "conflict") from None
 
     # ---------------------------------------------------------------- queries
 
@@ -1303,17 +1303,22 @@ class AgentWorkflow:
         )
 
 
+def refused(reason: str, code: str) -> ApplicationError:
+    """An Update's refusal as its caller receives it: the reason, and the code in the details."""
+    return ApplicationError(reason, code, type="Refusal", non_retryable=True)
+
+
 def decoded(payload: RawValue | None | TooManyArguments) -> Any:
     """A raw payload as plain JSON values, or a Refusal that says what is wrong with it.
     None when nothing was sent (see workflows/arity.py)."""
     if payload is None:
         return None
     if not isinstance(payload, RawValue):  # TooManyArguments (made outside the sandbox: compared by what it is)
-        raise Refusal(f"malformed payload: {getattr(payload, 'count', 'several')} arguments were sent; send one JSON value")
+        raise Refusal(f"malformed payload: {getattr(payload, 'count', 'several')} arguments were sent; send one JSON value", code="invalid")
     try:
         return workflow.payload_converter().from_payload(payload.payload, None)
     except Exception as error:
-        raise Refusal(f"malformed payload: {clip(str(error), RECORDED_BYTES)}") from None
+        raise Refusal(f"malformed payload: {clip(str(error), RECORDED_BYTES)}", code="invalid") from None
 
 
 def canonical_json(value: Any) -> str:

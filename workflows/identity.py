@@ -31,6 +31,8 @@ Checked = TypeVar("Checked", bound=DecisionBase)
 class ProofRefusal(Refusal):
     """A decision without a valid proof on a verified session: refused, and always audited."""
 
+    code = "conflict"
+
 
 class SpentProof(BaseModel):
     nonce: str
