@@ -22,6 +22,7 @@ from temporalio.worker import Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.mcp import McpConfigError, McpToolbox, toolbox_from_env
+from activities.mcp.sandbox import make_undumpable
 from activities.notify import NotifyActivities
 from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, unknown_tools
 from activities.session_environment import SessionEnvironment
@@ -205,6 +206,7 @@ async def health_check() -> int:
 
 
 async def main() -> None:
+    make_undumpable()  # its environment holds the keys: not readable through /proc by its own user's other processes
     settings = Settings.from_env()
     extra = load_tool_modules()
     backend = backend_from_env(settings)
@@ -229,6 +231,8 @@ async def serve(client: Client, settings: Settings, backend: ModelBackend, tunin
     print(f"worker: notifications: {settings.notify_url or settings.workspace / 'notifications.jsonl'}")
     for line in mcp.describe():
         print(f"worker: MCP server {line}")
+    for line in mcp.warning_lines():
+        print(f"worker: warning: {line}")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -56,7 +56,10 @@ def subjects(repo: Path) -> list[str]:
 
 
 def git_server(repo: Path, **extra: Any) -> dict[str, Any]:
-    return {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)], **extra}
+    """mcp-server-git, trusted (its read-only tools run without asking), its sandbox granted the
+    folder of the repository (the tests' commit hooks write next to it)."""
+    return {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)],
+            "trusted": True, "sandbox": {"paths": [str(repo.parent)]}, **extra}
 
 
 def block_commits(repo: Path, folder: Path) -> tuple[Path, Path]:
@@ -64,7 +67,8 @@ def block_commits(repo: Path, folder: Path) -> tuple[Path, Path]:
 
     Each run appends a line to `inside` with the hook's own pid and its
     parent's (the git server, which runs hooks itself), so a test knows the
-    call is mid-flight, whom to kill, and how many times a commit was tried."""
+    call is mid-flight, whom to kill, and how many times a commit was tried.
+    Those pids are the sandbox's own: `outer_pid` gives ours."""
     inside, release = folder / "inside-commit", folder / "release-commit"
     hook = repo / ".git" / "hooks" / "pre-commit"
     hook.write_text(f"""#!/bin/sh
@@ -98,6 +102,33 @@ def processes_running(marker: str) -> list[int]:
         if marker in cmdline and state != "Z" and int(entry) != os.getpid():
             found.append(int(entry))
     return found
+
+
+def outer_pid(inner: int, marker: str) -> int:
+    """Our pid of a process that knows itself as `inner` (a sandboxed server lives in its own
+    pid namespace, so the pids it reports are not ours), among those whose command line has `marker`."""
+    for pid in processes_running(marker):
+        if not descends_from(pid, os.getpid()):
+            continue  # another test's (or run's) sandbox: its pids look the same
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        nspid = next((line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:")), [str(pid)])
+        if int(nspid[-1]) == inner:
+            return pid
+    raise AssertionError(f"no process {inner} (in its namespace) with {marker!r} in its command line")
+
+
+def descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
 
 
 async def gone(marker: str, seconds: float = 15) -> bool:

@@ -20,12 +20,13 @@ from typing import Any, Callable
 
 import httpx
 from mcp import ClientSession, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import McpError
 
 from activities.mcp.config import ServerEntry
+from activities.mcp.sandbox import bwrap_path, sandboxed_command
 
 log = logging.getLogger("hitl.mcp")
 
@@ -172,9 +173,13 @@ class ServerConnection:
 
     def _transport(self) -> Any:
         if self.entry.command is not None:
-            parameters = StdioServerParameters(
-                command=self.entry.command, args=self.entry.args, env=self.entry.env, cwd=self.entry.cwd,
-            )
+            env = {**get_default_environment(), **(self.entry.env or {})}
+            command, args, cwd = self.entry.command, self.entry.args, self.entry.cwd
+            bwrap = bwrap_path()
+            if self.entry.sandbox_grant is not None and bwrap is not None:
+                command, args = sandboxed_command(self.entry, env, bwrap)
+                cwd = None  # bwrap's --chdir, inside the sandbox
+            parameters = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
             return _FirstTwo(stdio_client(parameters))  # the server's stderr goes to the worker's
         return _HttpStreams(self.entry.url or "", self.entry.headers)
 
