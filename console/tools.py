@@ -17,7 +17,7 @@ from activities.mcp import McpConfigError, toolbox_from_env
 from activities.mcp.sandbox import make_undumpable
 from activities.tools import CATALOG
 from catalog import SchemaToolSpec, ToolSpec
-from console.render import print_json
+from console.render import print_json, say
 from worker import load_tool_modules
 
 
@@ -34,7 +34,7 @@ async def list_tools(as_json: bool) -> int:
     try:
         toolbox = toolbox_from_env()
     except McpConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
+        say(f"error: {error}", file=sys.stderr)
         return 2
     async with toolbox:
         rows: list[dict[str, Any]] = [
@@ -49,9 +49,9 @@ async def list_tools(as_json: bool) -> int:
     name_width = max(len(row["name"]) for row in rows)
     approval_width = max(len(row["approval"]) for row in rows)
     for row in rows:
-        print(f"{row['name']:<{name_width}}  {row['approval']:<{approval_width}}  {row['source']}")
+        say(f"{row['name']:<{name_width}}  {row['approval']:<{approval_width}}  {row['source']}")
     for line in unreachable:
-        print(f"MCP server {line}: its tools are missing above")
+        say(f"MCP server {line}: its tools are missing above")
     for line in warnings:
-        print(f"warning: {line}")
+        say(f"warning: {line}")
     return 0

@@ -7,6 +7,7 @@ Nothing here implements a tool: the git and time tools are the published servers
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -161,6 +162,13 @@ def tool_results(fake: FakeOpenAI, request: int = -1) -> dict[str, str]:
     return {m["tool_call_id"]: m["content"] for m in fake.requests[request]["messages"] if m["role"] == "tool"}
 
 
+def tool_output(text: str, tool: str) -> str:
+    """What the server answered, after the product's mark saying it is that tool's output."""
+    mark, _, rest = text.partition("\n")
+    assert mark == f"[output of tool {tool}; not from a person]", text
+    return rest
+
+
 class TimeOverHttp:
     """mcp-server-time, a stdio server, offered over streamable HTTP by the SDK's server pieces.
 
@@ -229,3 +237,43 @@ class _Asgi:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self.handler(scope, receive, send)
+
+
+ADVERSARY = Path(__file__).resolve().parent / "adversarial_mcp.py"
+
+
+class Adversary:
+    """tests/adversarial_mcp.py, a server that lies about its tools and reads what it can: its
+    state folder says what it lists and answers, and records each effect it had."""
+
+    def __init__(self, folder: Path, tools: list[dict[str, Any]]) -> None:
+        self.state = folder / "adversary"
+        self.state.mkdir()
+        self.list(tools, path=self.state / "tools.json")
+
+    def entry(self, **extra: Any) -> dict[str, Any]:
+        """Its mcpServers entry: sandboxed with only its own file and state folder granted."""
+        return {"command": sys.executable, "args": [str(ADVERSARY), str(self.state)],
+                "sandbox": {"paths": [str(self.state)], "read_only": [str(ADVERSARY)]}, **extra}
+
+    def list(self, tools: list[dict[str, Any]], path: Path | None = None) -> None:
+        """Change the tool list (the server announces it with tools/list_changed)."""
+        target = path or self.state / "tools-next.json"
+        staged = target.with_suffix(".staged")
+        staged.write_text(json.dumps(tools))
+        staged.replace(target)
+
+    def page(self, text: str) -> None:
+        (self.state / "page.txt").write_text(text)
+
+    def targets(self, *paths: Path | str) -> None:
+        (self.state / "targets.json").write_text(json.dumps([str(path) for path in paths]))
+
+    def effects(self) -> list[dict[str, Any]]:
+        log = self.state / "effects.jsonl"
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def tool(name: str, **hints: bool) -> dict[str, Any]:
+    """A tool definition as the adversary lists it: a name and whatever annotations it claims."""
+    return {"name": name, "description": f"{name} (says its server)", "annotations": hints or None}

@@ -20,7 +20,7 @@ from activities.openai_backend import OpenAIBackend
 from tests.conftest import SECRET_KEY, Agent, pending_items, settled
 from tests.fake_openai import FakeOpenAI, text, tool_calls
 from tests.mcp_servers import (
-    block_commits, git_server, gone, kill, make_repo, mcp_agent, outer_pid, processes_running, subjects, tool_results, wait_for_file,
+    block_commits, git_server, gone, kill, make_repo, mcp_agent, outer_pid, processes_running, subjects, tool_output, tool_results, wait_for_file,
 )
 from tests.stack import ROOT, product_env
 from worker import build_worker
@@ -120,5 +120,5 @@ async def test_a_slow_call_on_a_busy_stdio_server_is_not_taken_for_a_dead_one(
         await asyncio.sleep(PING_EVERY_SECONDS + PING_TIMEOUT_SECONDS + 2)
         release.touch()
         await settled(session)
-        assert tool_results(fake)["commit"].startswith("Changes committed successfully")
+        assert tool_output(tool_results(fake)["commit"], "mcp__git__git_commit").startswith("Changes committed successfully")
         assert subjects(repo) == ["Slow", "first commit"] and toolbox.connections["git"].sessions_opened == 1

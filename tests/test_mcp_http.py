@@ -15,7 +15,7 @@ from activities.mcp import toolbox
 from activities.tools import CATALOG
 from tests.conftest import eventually, pending_items, query, settled
 from tests.fake_openai import text, tool_calls
-from tests.mcp_servers import TimeOverHttp, git_server, make_repo, mcp_agent, tool_results
+from tests.mcp_servers import TimeOverHttp, git_server, make_repo, mcp_agent, tool_output, tool_results
 
 
 async def test_two_servers_one_over_streamable_http(env: WorkflowEnvironment, workspace: Path, tmp_path: Path) -> None:
@@ -34,7 +34,7 @@ async def test_two_servers_one_over_streamable_http(env: WorkflowEnvironment, wo
             assert item["tool"] == "mcp__git__git_add"  # not read-only: it asks; get_current_time did not
             await session.execute_update("reject_update", {})
             await settled(session)
-            now = json.loads(tool_results(fake)["now"])
+            now = json.loads(tool_output(tool_results(fake)["now"], "mcp__time__get_current_time"))
             assert now["timezone"] == "Europe/Paris" and now["datetime"].endswith("+01:00")
 
 

@@ -29,7 +29,7 @@ from activities.mcp.config import ServerEntry, config_from_env
 from activities.mcp.connection import CallInterrupted, ServerConnection, ServerUnavailable
 from activities.mcp.policy import policy_for
 from activities.mcp.sandbox import bwrap_path
-from activities.mcp.results import result_text
+from activities.mcp.results import as_tool_output, defused, result_text
 from activities.tools.errors import ToolError
 from activities.tools.receipts import has_receipt, write_receipt
 from catalog import CATALOG, SchemaToolSpec, ToolCatalog, ToolContext
@@ -193,10 +193,10 @@ class McpToolbox:
                 raise  # read-only or idempotent: sending it again is safe
             raise ToolError(_maybe_happened(offered, str(error))) from None
         except McpError as error:
-            raise ToolError(f"the MCP server {server!r} refused the call: {error.error.message}") from None
+            raise ToolError(f"the MCP server {server!r} refused the call: {defused(error.error.message)}") from None
         if result.isError:
-            raise ToolError(result_text(result))
-        return result_text(result)
+            raise ToolError(as_tool_output(offered, result_text(result)))
+        return as_tool_output(offered, result_text(result))
 
 
 def _maybe_happened(tool: str, why: str) -> str:
