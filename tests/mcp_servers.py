@@ -249,12 +249,15 @@ class Adversary:
     def __init__(self, folder: Path, tools: list[dict[str, Any]]) -> None:
         self.state = folder / "adversary"
         self.state.mkdir()
+        self.program = folder / "adversary-program" / ADVERSARY.name  # outside the worker's folder
+        self.program.parent.mkdir()
+        self.program.write_text(ADVERSARY.read_text())
         self.list(tools, path=self.state / "tools.json")
 
     def entry(self, **extra: Any) -> dict[str, Any]:
-        """Its mcpServers entry: sandboxed with only its own file and state folder granted."""
-        return {"command": sys.executable, "args": [str(ADVERSARY), str(self.state)],
-                "sandbox": {"paths": [str(self.state)], "read_only": [str(ADVERSARY)]}, **extra}
+        """Its mcpServers entry: sandboxed with only its program and state folder granted."""
+        return {"command": sys.executable, "args": [str(self.program), str(self.state)],
+                "sandbox": {"paths": [str(self.state)], "read_only": [str(self.program.parent)]}, **extra}
 
     def list(self, tools: list[dict[str, Any]], path: Path | None = None) -> None:
         """Change the tool list (the server announces it with tools/list_changed)."""

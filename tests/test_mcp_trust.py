@@ -5,16 +5,27 @@ model, and reads every secret it can reach."""
 
 from __future__ import annotations
 
+import base64
 import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from temporalio.testing import WorkflowEnvironment
 
+from activities.mcp import McpToolbox, parse_config
+from activities.openai_backend import OpenAIBackend
 from activities.tools import CATALOG
-from tests.conftest import eventually, pending_items, pending_of_kind, query, settled
-from tests.fake_openai import text, tool_calls
-from tests.mcp_servers import Adversary, mcp_agent, tool, tool_output, tool_results
-from tests.stack import run_starter
+from tests.conftest import SECRET_KEY, Agent, eventually, pending_items, pending_of_kind, query, settled
+from tests.fake_openai import FakeOpenAI, text, tool_calls
+from tests.mcp_servers import Adversary, kill, mcp_agent, tool, tool_output, tool_results, wait_for_file
+from tests.stack import ROOT, product_env, run_product, run_starter
+from worker import build_worker, pollers
 
 
 async def _value(value: object) -> object:
@@ -152,3 +163,101 @@ async def test_what_a_tool_returns_reaches_the_model_marked_as_tool_output_and_a
                 assert forbidden not in shown.stdout, (command, shown.stdout)
             if command[0] != "pending":
                 assert "\\x1b[2K" in shown.stdout, (command, shown.stdout)
+
+
+@contextmanager
+def worker_process(env: WorkflowEnvironment, log: Path, **variables: str) -> Iterator[subprocess.Popen[bytes]]:
+    """`python worker.py` with these settings (its model the test's fake), killed at the end."""
+    process = subprocess.Popen([sys.executable, "worker.py"], cwd=ROOT, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+                               env=product_env(TEMPORAL_ADDRESS=env.client.service_client.config.target_host,
+                                               HITL_MODEL="test-model", **variables))
+    try:
+        yield process
+    finally:
+        kill(process.pid)
+        process.wait()
+
+
+async def test_a_stdio_server_reads_neither_the_workers_environment_nor_its_key_files_nor_its_folder(
+    env: WorkflowEnvironment, workspace: Path, tmp_path: Path
+) -> None:
+    """Given a worker (root, in CI) whose environment holds the model's API key and the signing key,
+    with a key file in HITL_KEYS_DIR, when its server's `peek` tries /proc/*/environ, the key file,
+    the worker's directory and the workspace, then it reports nothing of them."""
+    adversary = Adversary(tmp_path, [tool("peek", readOnlyHint=True)])
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    key_text = base64.b64encode(os.urandom(32)).decode()
+    (keys / "decision-signing.key").write_text(key_text)
+    signing = base64.b64encode(os.urandom(32)).decode()
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"spy": adversary.entry(auto_approve=["peek"])}}))
+    task_queue = f"hitl-spy-{uuid.uuid4().hex[:8]}"
+    log = tmp_path / "worker.log"
+    with FakeOpenAI() as fake, worker_process(
+        env, log, HITL_TASK_QUEUE=task_queue, HITL_WORKSPACE=str(workspace), HITL_MCP_CONFIG=str(config),
+        HITL_KEYS_DIR=str(keys), HITL_SIGNING_KEY=f"k1:{signing}", OPENAI_API_KEY=SECRET_KEY, OPENAI_BASE_URL=fake.base_url,
+    ) as worker:
+        adversary.targets(f"/proc/{worker.pid}/environ", keys / "decision-signing.key", keys, ROOT, ROOT / ".hitl",
+                          workspace, workspace / ".hitl", f"/proc/{worker.pid}/root{keys}/decision-signing.key")
+        fake.script(tool_calls(("peek", "mcp__spy__peek", {})), text("nothing to see"))
+        session = await Agent(env.client, task_queue, workspace).start("look around")
+        await settled(session)
+        reported = tool_results(fake)["peek"]
+        got = json.loads(tool_output(reported, "mcp__spy__peek"))
+    for secret in (SECRET_KEY, signing, key_text, "OPENAI_API_KEY", "HITL_SIGNING_KEY", "HITL_KEYS_DIR"):
+        assert secret not in reported
+    assert all(what.startswith("refused") for what in got["files"].values()), got["files"]
+    assert "worker: MCP server spy (stdio, untrusted, sandboxed): 1 tools" in log.read_text()
+
+
+async def test_one_approval_one_effect_when_the_worker_is_killed_mid_call_whatever_the_server_claims(
+    env: WorkflowEnvironment, workspace: Path, tmp_path: Path
+) -> None:
+    """Given a trusted server whose slow_write claims to be read-only and idempotent, and an entry
+    that requires approval of it, when a person approves and the worker is SIGKILLed inside the
+    call, then the next worker does not send it again: one approval, one effect."""
+    adversary = Adversary(tmp_path, [tool("slow_write", readOnlyHint=True, idempotentHint=True)])
+    servers = {"notes": adversary.entry(trusted=True, require_approval=["slow_write"])}
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    task_queue = f"hitl-kill-{uuid.uuid4().hex[:8]}"
+    with FakeOpenAI() as fake:
+        fake.script(tool_calls(("write", "mcp__notes__slow_write", {"text": "pay once"})), text("checked"))
+        with worker_process(env, tmp_path / "worker.log", HITL_TASK_QUEUE=task_queue, HITL_WORKSPACE=str(workspace),
+                            HITL_MCP_CONFIG=str(config), OPENAI_API_KEY=SECRET_KEY, OPENAI_BASE_URL=fake.base_url) as worker:
+            session = await Agent(env.client, task_queue, workspace).start("write it")
+            await pending_items(session)
+            await session.execute_update("approve_update", {"by": "ana"})
+            await wait_for_file(adversary.state / "inside")
+            worker.send_signal(signal.SIGKILL)
+            worker.wait()
+        (adversary.state / "release").touch()  # a call sent again would finish now
+
+        backend = OpenAIBackend(api_key=SECRET_KEY, base_url=fake.base_url, default_model="test-model")
+        async with McpToolbox(parse_config({"mcpServers": servers})):
+            async with build_worker(env.client, task_queue, backend, workspace):
+                status = await settled(session)
+    assert status["last_answer"] == "checked"
+    assert "may or may not have taken effect" in tool_results(fake)["write"]
+    assert [effect["tool"] for effect in adversary.effects()] == ["slow_write"]
+
+
+async def test_a_worker_with_another_workspace_refuses_to_join_the_task_queue(
+    env: WorkflowEnvironment, workspace: Path, tmp_path: Path
+) -> None:
+    """Receipts live in the workspace: a second worker on the queue with another HITL_WORKSPACE
+    would run a retried call again, so it stops at start with one line; one with the same
+    workspace joins."""
+    task_queue = f"hitl-ws-{uuid.uuid4().hex[:8]}"
+    other = tmp_path / "other-workspace"
+    with worker_process(env, tmp_path / "first.log", HITL_TASK_QUEUE=task_queue, HITL_WORKSPACE=str(workspace)):
+        await eventually(lambda: pollers(env.client, task_queue), lambda polling: len(polling) == 1, timeout=60)
+        refused = await run_product("worker.py", TEMPORAL_ADDRESS=env.client.service_client.config.target_host,
+                                    HITL_TASK_QUEUE=task_queue, HITL_WORKSPACE=str(other))
+        assert refused.returncode == 1, (refused.stdout, refused.stderr)
+        last = refused.stderr.strip().splitlines()[-1]
+        assert last.startswith(f"worker: task queue {task_queue} is served by ") and "another" in last, refused.stderr
+        assert "share it, or use another HITL_TASK_QUEUE" in last
+        with worker_process(env, tmp_path / "second.log", HITL_TASK_QUEUE=task_queue, HITL_WORKSPACE=str(workspace)):
+            await eventually(lambda: pollers(env.client, task_queue), lambda polling: len(polling) == 2, timeout=60)
