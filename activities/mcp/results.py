@@ -21,7 +21,9 @@ from mcp import types
 from workflows.conversation import HUMAN_ANSWER_MARK, TOOL_OUTPUT_MARK
 
 # The product's own marks, however a server spells them (case, spaces, brackets, zero-width characters).
-_IMITATION = re.compile(r"[\[(<{]?[\s\u200b-\u200f\u2060\ufeff]*(answer\s+from\s+a\s+person|output\s+of\s+tool)", re.IGNORECASE)
+_GAP = r"[\s\u00ad\u200b-\u200f\u2060\ufeff]"
+_IMITATION = re.compile(
+    rf"[\[(<{{]?{_GAP}*(answer{_GAP}+from{_GAP}+a{_GAP}+person|output{_GAP}+of{_GAP}+tool)", re.IGNORECASE)
 
 
 def as_tool_output(tool: str, text: str) -> str:
