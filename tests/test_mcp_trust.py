@@ -23,7 +23,7 @@ from activities.openai_backend import OpenAIBackend
 from activities.tools import CATALOG
 from tests.conftest import SECRET_KEY, Agent, eventually, pending_items, pending_of_kind, query, settled
 from tests.fake_openai import FakeOpenAI, text, tool_calls
-from tests.mcp_servers import Adversary, kill, mcp_agent, tool, tool_output, tool_results, wait_for_file
+from tests.mcp_servers import Adversary, kill, mcp_agent, outer_pid, tool, tool_output, tool_results, wait_for_file
 from tests.stack import ROOT, product_env, run_product, run_starter
 from worker import build_worker, pollers
 
@@ -290,3 +290,25 @@ async def test_a_worker_with_another_workspace_refuses_to_join_the_task_queue(
         assert "share it, or use another HITL_TASK_QUEUE" in last
         with worker_process(env, tmp_path / "second.log", HITL_TASK_QUEUE=task_queue, HITL_WORKSPACE=str(workspace)):
             await eventually(lambda: pollers(env.client, task_queue), lambda polling: len(polling) == 2, timeout=60)
+
+
+async def test_the_entry_says_which_tools_may_be_sent_again_after_an_interrupted_call(
+    env: WorkflowEnvironment, workspace: Path, tmp_path: Path
+) -> None:
+    """Given an untrusted server whose slow_write claims nothing and an entry saying
+    `"idempotent": ["slow_*"]`, when the server dies inside the approved call, then the call is
+    sent again to the restarted server: the operator's word, not the server's, allows it."""
+    adversary = Adversary(tmp_path, [tool("slow_write")])
+    entry = adversary.entry(idempotent=["slow_*"])
+    async with mcp_agent(env.client, workspace, {"notes": entry}) as (agent, fake, toolbox):
+        fake.script(tool_calls(("write", "mcp__notes__slow_write", {"text": "same again"})), text("ok"))
+        session = await agent.start("write it")
+        await pending_items(session)
+        await session.execute_update("approve_update", {"by": "ana"})
+        inner = int(await wait_for_file(adversary.state / "inside"))
+        kill(outer_pid(inner, str(adversary.program)))  # the server dies inside the call
+        (adversary.state / "release").touch()  # the call sent again finishes at once
+        await settled(session)
+        assert tool_output(tool_results(fake)["write"], "mcp__notes__slow_write") == "done"
+        assert [effect["tool"] for effect in adversary.effects()] == ["slow_write", "slow_write"]
+        assert toolbox.connections["notes"].sessions_opened == 2
