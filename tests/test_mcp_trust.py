@@ -312,3 +312,19 @@ async def test_the_entry_says_which_tools_may_be_sent_again_after_an_interrupted
         assert tool_output(tool_results(fake)["write"], "mcp__notes__slow_write") == "done"
         assert [effect["tool"] for effect in adversary.effects()] == ["slow_write", "slow_write"]
         assert toolbox.connections["notes"].sessions_opened == 2
+
+
+async def test_a_bwrap_that_cannot_make_a_sandbox_here_is_a_warning_and_its_servers_do_not_run(tmp_path: Path) -> None:
+    """As in a container without user namespaces: the servers fail closed, and start-up says why."""
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    bwrap = fake_bin / "bwrap"
+    bwrap.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    bwrap.chmod(0o755)
+    adversary = Adversary(tmp_path, [tool("peek")])
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"boxed": adversary.entry()}}))
+    listed = await run_starter("tools", HITL_MCP_CONFIG=str(config), PATH=f"{fake_bin}:/usr/bin:/bin")
+    assert "mcp__boxed__peek" not in listed.stdout
+    assert ("warning: MCP server boxed: its sandbox cannot start here (bwrap: No permissions to create new namespace), "
+            "so it does not run") in listed.stdout, listed.stdout

@@ -20,16 +20,18 @@ of the machine stops it:
 
 Where `bwrap` is not installed, stdio servers run unsandboxed and the worker
 says so at start (docs/mcp.md says what holds then). Where it is installed
-but cannot make namespaces (a container without the privilege), the server
-does not start and its error says why: the entry's `"sandbox": false` is then
-the operator's explicit choice.
+but cannot make namespaces (a container without the privilege), the servers
+do not start (fail closed) and the worker's warning at start says bwrap's
+reason: the entry's `"sandbox": false` is then the operator's explicit choice.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Mapping
@@ -46,6 +48,19 @@ PR_SET_DUMPABLE = 4
 
 def bwrap_path() -> str | None:
     return shutil.which("bwrap")
+
+
+@functools.lru_cache(maxsize=4)
+def bwrap_problem(bwrap: str) -> str | None:
+    """Why this bwrap cannot make a sandbox here (a container without the privilege), or None."""
+    try:
+        ran = subprocess.run([bwrap, "--unshare-all", "--cap-drop", "ALL", "--ro-bind", "/", "/", "--proc", "/proc",
+                              "--dev", "/dev", "--", "true"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return str(error)
+    if ran.returncode != 0:
+        return (ran.stderr.strip().splitlines() or [f"exit status {ran.returncode}"])[-1]
+    return None
 
 
 def make_undumpable() -> bool:

@@ -28,7 +28,7 @@ from mcp.shared.exceptions import McpError
 from activities.mcp.config import ServerEntry, config_from_env
 from activities.mcp.connection import CallInterrupted, ServerConnection, ServerUnavailable
 from activities.mcp.policy import policy_for
-from activities.mcp.sandbox import bwrap_path
+from activities.mcp.sandbox import bwrap_path, bwrap_problem
 from activities.mcp.results import as_tool_output, defused, result_text
 from activities.tools.errors import ToolError
 from activities.tools.receipts import has_receipt, write_receipt
@@ -91,7 +91,7 @@ class McpToolbox:
     def warning_lines(self) -> list[str]:
         """Stdio servers that run unsandboxed, and entry patterns that match none of their
         server's tools (a likely typo, or a tool the server renamed)."""
-        lines = [f"MCP server {name}: {why}" for name, why in self.unsandboxed().items()]
+        lines = [f"MCP server {name}: {why}" for name, why in {**self.unsandboxed(), **self.sandbox_problems()}.items()]
         return lines + [f"MCP server {name}: {warning}" for name, warnings in self.warnings.items() for warning in warnings]
 
     def unsandboxed(self) -> dict[str, str]:
@@ -107,6 +107,15 @@ class McpToolbox:
                 found[name] = ("not sandboxed: bwrap (Debian package bubblewrap) is not installed; it can read what "
                                "the worker's user can, the worker's key files and, as root, its environment")
         return found
+
+    def sandbox_problems(self) -> dict[str, str]:
+        """Sandboxed stdio servers that cannot start because bwrap cannot make a sandbox here."""
+        bwrap = bwrap_path()
+        sandboxed = [name for name, entry in self.entries.items() if entry.command is not None and entry.sandbox_grant]
+        problem = bwrap_problem(bwrap) if bwrap and sandboxed else None
+        return {name: (f"its sandbox cannot start here ({problem}), so it does not run: give the container what bwrap "
+                       'needs (user namespaces), or say "sandbox": false in its entry knowingly')
+                for name in sandboxed} if problem else {}
 
     def offer(self, server: str, tools: list[types.Tool]) -> None:
         """Replace a server's tools in the catalog with what it lists now.
