@@ -328,3 +328,18 @@ async def test_a_bwrap_that_cannot_make_a_sandbox_here_is_a_warning_and_its_serv
     assert "mcp__boxed__peek" not in listed.stdout
     assert ("warning: MCP server boxed: its sandbox cannot start here (bwrap: No permissions to create new namespace), "
             "so it does not run") in listed.stdout, listed.stdout
+
+
+def test_the_worker_makes_itself_non_dumpable_before_it_reads_any_setting() -> None:
+    """prctl(PR_SET_DUMPABLE, 0) at the top of worker.main: no core dumps, and /proc/<pid>/environ
+    refused to other processes of its user (root still reads it: the sandbox is what stops root)."""
+    import inspect
+
+    import worker
+
+    first = inspect.getsource(worker.main).split("\n")[1].strip()
+    assert first.startswith("make_undumpable()"), first
+    probe = ("import ctypes; from activities.mcp.sandbox import make_undumpable; held = make_undumpable(); "
+             "print(held, ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))")  # 3: PR_GET_DUMPABLE
+    ran = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert ran.stdout.split() == ["True", "0"]
