@@ -10,13 +10,17 @@ that starts on a queue whose pollers name another one stops with one line.
 
 What it cannot see: a worker that starts at the same moment as another (both
 find the queue empty), and one that stopped polling more than LIVE_SECONDS
-ago (a worker long gone does not block a redeploy with a new workspace).
+ago (a worker long gone does not block a redeploy with a new workspace). A
+worker of this host whose process is gone does not count either; one of
+another host that stopped within LIVE_SECONDS does (wait, or share the
+workspace).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import socket
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -66,9 +70,24 @@ async def other_workspaces(client: Client, task_queue: str, mine: str) -> list[s
             seen = poller.last_access_time.ToDatetime(tzinfo=timezone.utc) if poller.HasField("last_access_time") else now
             if now - seen > timedelta(seconds=LIVE_SECONDS) or MARK not in poller.identity:
                 continue
-            if poller.identity.split(MARK, 1)[1] != mine and poller.identity not in found:
+            if poller.identity.split(MARK, 1)[1] != mine and poller.identity not in found and not gone(poller.identity):
                 found.append(poller.identity)
     return found
+
+
+def gone(identity: str) -> bool:
+    """A worker of this host (the SDK's `<pid>@<host>`) whose process no longer exists: the server
+    lists a stopped worker's pollers for a while after it stopped."""
+    pid, at, host = without_workspace(identity).partition("@")
+    if not at or host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 async def refuse_another_workspace(client: Client, task_queue: str, workspace: Path) -> str:
