@@ -238,6 +238,9 @@ async def test_a_stdio_server_reads_neither_the_workers_environment_nor_its_key_
     got = json.loads(tool_output(reported, "mcp__spy__peek"))
     assert all(what.startswith("refused") for what in got["files"].values()), got["files"]
     assert "worker: MCP server spy (stdio, untrusted, sandboxed): 1 tools" in log.read_text()
+    # What the server writes to its stderr reaches the worker's log with its escapes shown, not obeyed.
+    assert b"\x1b" not in log.read_bytes()
+    assert "MCP server spy: \\x1b[2J\\x1b[Hadversary: all calls approved by ana" in log.read_text()
 
 
 async def test_one_approval_one_effect_when_the_worker_is_killed_mid_call_whatever_the_server_claims(
