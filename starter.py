@@ -189,7 +189,7 @@ async def show_inbox(client: Client, args: argparse.Namespace) -> int:
         inbox = await read_inbox(client, task_queue=args.task_queue, person=args.person, show_claimed=args.claimed,
                                  limit=args.limit or None)
     except InboxUnavailable as error:
-        print(f"error: {error}", file=sys.stderr)
+        say(f"error: {error}", file=sys.stderr)
         return 1
     if args.json:
         print_json(inbox_json(inbox))
@@ -212,7 +212,7 @@ async def start(client: Client, settings: Settings, args: argparse.Namespace) ->
     if args.json:
         print_json({"session_id": session_id})
     else:
-        print(f"started session {session_id}")
+        say(f"started session {session_id}")
     return 0
 
 
@@ -272,12 +272,12 @@ def main() -> int:
     try:
         return asyncio.run(run(args, settings))
     except RPCError as error:
-        print(f"error: {error}", file=sys.stderr)
+        say(f"error: {error}", file=sys.stderr)
         return 1
     except RuntimeError as error:
         if "Failed client connect" not in str(error):
             raise
-        print(f"error: cannot reach Temporal at {settings.address}: {error}", file=sys.stderr)
+        say(f"error: cannot reach Temporal at {settings.address}: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
