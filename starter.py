@@ -18,7 +18,7 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from exit_cleanly import exit_now
-from console.render import describe_pending, print_json, render_status, render_transcript
+from console.render import describe_pending, print_json, render_status, render_transcript, say
 from console.sessions import read_all
 from console.updates import execute_update_retrying
 from settings import DATA_CONVERTER, ENCRYPTED, Settings, connect
@@ -149,8 +149,8 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         if args.json:
             print_json(result)
         else:
-            print({"pending": describe_pending, "status": render_status, "transcript": render_transcript,
-                   "audit": lambda r: "\n".join(json.dumps(e) for e in r)}[args.command](result))
+            say({"pending": describe_pending, "status": render_status, "transcript": render_transcript,
+                 "audit": lambda r: "\n".join(json.dumps(e) for e in r)}[args.command](result))
         return 0
     if args.command == "send":
         return await update(handle, "user_message_update", payload(args, "text", "by"), args.json)
@@ -189,12 +189,12 @@ async def show_inbox(client: Client, args: argparse.Namespace) -> int:
         inbox = await read_inbox(client, task_queue=args.task_queue, person=args.person, show_claimed=args.claimed,
                                  limit=args.limit or None)
     except InboxUnavailable as error:
-        print(f"error: {error}", file=sys.stderr)
+        say(f"error: {error}", file=sys.stderr)
         return 1
     if args.json:
         print_json(inbox_json(inbox))
     else:
-        print(render_inbox(inbox, args.person))
+        say(render_inbox(inbox, args.person))
     return 0
 
 
@@ -212,7 +212,7 @@ async def start(client: Client, settings: Settings, args: argparse.Namespace) ->
     if args.json:
         print_json({"session_id": session_id})
     else:
-        print(f"started session {session_id}")
+        say(f"started session {session_id}")
     return 0
 
 
@@ -248,12 +248,12 @@ async def update(handle: WorkflowHandle[Any, Any], name: str, body: dict[str, An
         if as_json:
             print_json({"accepted": False, "reason": reason})
         else:
-            print(f"refused: {reason}", file=sys.stderr)
+            say(f"refused: {reason}", file=sys.stderr)
         return 2
     if as_json:
         print_json(result)
     else:
-        print(", ".join(f"{k}={v}" for k, v in result.items()))
+        say(", ".join(f"{k}={v}" for k, v in result.items()))
     return 0
 
 
@@ -272,12 +272,12 @@ def main() -> int:
     try:
         return asyncio.run(run(args, settings))
     except RPCError as error:
-        print(f"error: {error}", file=sys.stderr)
+        say(f"error: {error}", file=sys.stderr)
         return 1
     except RuntimeError as error:
         if "Failed client connect" not in str(error):
             raise
-        print(f"error: cannot reach Temporal at {settings.address}: {error}", file=sys.stderr)
+        say(f"error: cannot reach Temporal at {settings.address}: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -8,7 +8,7 @@ import os
 import signal
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Mapping
@@ -22,10 +22,12 @@ from temporalio.worker import Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.mcp import McpConfigError, McpToolbox, toolbox_from_env
+from activities.mcp.sandbox import make_undumpable
 from activities.notify import NotifyActivities
 from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, judge_calls, unknown_tools
 from activities.session_environment import SessionEnvironment
 from activities.run_tool import ToolActivities
+from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
 from exit_cleanly import exit_now
 from settings import Settings, connect
 from workflows.agent import AgentWorkflow
@@ -192,12 +194,13 @@ async def connect_with_patience(settings: Settings, attempts: int = 30) -> Clien
 
 
 async def pollers(client: Client, task_queue: str) -> set[str]:
-    """Identities of the workers polling a task queue for workflow tasks now."""
+    """Identities of the workers polling a task queue for workflow tasks now, as configured
+    (without the workspace each names: activities/workspace_identity.py)."""
     answer = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
         namespace=client.namespace, task_queue=TaskQueue(name=task_queue),
         task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
     ))
-    return {poller.identity for poller in answer.pollers}
+    return {without_workspace(poller.identity) for poller in answer.pollers}
 
 
 async def health_check() -> int:
@@ -214,6 +217,7 @@ async def health_check() -> int:
 
 
 async def main() -> None:
+    make_undumpable()  # its environment holds the keys: not readable through /proc by its own user's other processes
     settings = Settings.from_env()
     extra = load_tool_modules()
     backend = backend_from_env(settings)
@@ -231,15 +235,20 @@ async def main() -> None:
 
 async def serve(client: Client, settings: Settings, backend: ModelBackend, tuning: WorkerTuning,
                 extra: list[str], mcp: McpToolbox) -> None:
+    settings.workspace.mkdir(parents=True, exist_ok=True)
+    workspace = await refuse_another_workspace(client, settings.task_queue, settings.workspace)
+    tuning = replace(tuning, identity=with_workspace(tuning.identity or client.identity, workspace))
     worker = build_worker(client, settings.task_queue, backend, settings.workspace, settings.notify_url, tuning=tuning)
     print(f"worker: {settings.address} namespace={settings.namespace} task_queue={settings.task_queue} "
           f"({settings.secured})")
-    print(f"worker: identity {tuning.identity or client.identity}; {tuning.describe()}")
+    print(f"worker: identity {tuning.identity}; {tuning.describe()}")
     print(f"worker: model: {backend.description}")
     print(f"worker: workspace: {settings.workspace.resolve()}" + (f"; extra tools from {extra}" if extra else ""))
     print(f"worker: notifications: {settings.notify_url or settings.workspace / 'notifications.jsonl'}")
     for line in mcp.describe():
         print(f"worker: MCP server {line}")
+    for line in mcp.warning_lines():
+        print(f"worker: warning: {line}")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

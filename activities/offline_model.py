@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from workflows.conversation import ChatMessage, FunctionCall, ModelReply, ToolCall
+from workflows.conversation import ChatMessage, FunctionCall, ModelReply, ToolCall, without_answer_frame
 from workflows.requests import ModelRequest
 
 DESTINATION_QUESTION = "Where do you want to fly to?"
@@ -127,7 +127,7 @@ def ask(turn: Turn, tools: set[str], question: str) -> ModelReply:
 
 
 def answered_slot(step: Step) -> dict[str, str]:
-    answer = step.result.strip()
+    answer = without_answer_frame(step.result).strip()
     form = _json_object(answer)
     if form:
         return {k: str(v) for k, v in form.items() if k in ("origin", "destination", "date")}

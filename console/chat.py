@@ -16,7 +16,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from console.events import PAGE, EventsUnavailable, SessionEvent, read_events
 from console.progress import Activity, WorkingIndicator
-from console.render import call_text, render_message
+from console.render import call_text, render_message, say, shown
 from console.updates import execute_update_retrying
 from workflows.agent import AgentWorkflow
 
@@ -30,7 +30,7 @@ async def ask(prompt: str) -> str:
 
     def read() -> None:
         try:
-            text = input(prompt)
+            text = input(shown(prompt))  # a prompt may quote the model (argument names and values)
         except BaseException as error:  # EOFError on Ctrl-D, anything else as it came
             loop.call_soon_threadsafe(_settle, line, None, error)
         else:
@@ -62,13 +62,13 @@ class Chat:
         self.events_seen = 0  # the spinner line's tool comes from the session's events
 
     async def run(self) -> int:
-        print(f"(session {self.session_id}; Ctrl-C or Ctrl-D leaves it where it is, /cancel ends it)")
+        say(f"(session {self.session_id}; Ctrl-C or Ctrl-D leaves it where it is, /cancel ends it)")
         try:
             handle = await self.attach()
             while True:
                 status = await self.settle(handle)
                 if status["state"] == "closed":
-                    print(f"(session closed: {status.get('closed_reason')})")
+                    say(f"(session closed: {status.get('closed_reason')})")
                     return 0
                 pending = await handle.query("pending")
                 mine = [item for item in pending if self.by not in item.get("approvals", [])]
@@ -93,14 +93,14 @@ class Chat:
             raise
 
     def leave(self) -> None:
-        print(f"\n(left session {self.session_id}; it keeps its place: run the same command to reattach)")
+        say(f"\n(left session {self.session_id}; it keeps its place: run the same command to reattach)")
 
     async def attach(self) -> WorkflowHandle[Any, Any]:
         handle = self.client.get_workflow_handle(self.session_id)
         try:
             description = await handle.describe()
             if description.status is not None and description.status.name == "RUNNING":
-                print(f"(reattached to session {self.session_id})")
+                say(f"(reattached to session {self.session_id})")
                 return handle
         except RPCError as error:
             if error.status != RPCStatusCode.NOT_FOUND:
@@ -123,7 +123,7 @@ class Chat:
                 if status["state"] != "running" and not status["queued_messages"]:
                     self.indicator.stop()
                     if status.get("error"):
-                        print(f"(error: {status['error']})")
+                        say(f"(error: {status['error']})")
                     return status
                 await self.show_progress(handle, status)
                 await asyncio.sleep(POLL_SECONDS)
@@ -153,7 +153,7 @@ class Chat:
         return events
 
     async def wait_for_others(self, handle: WorkflowHandle[Any, Any], pending: list[dict[str, Any]]) -> None:
-        print(f"(you approved; waiting for other approvers of {pending[0]['tool']})")
+        say(f"(you approved; waiting for other approvers of {pending[0]['tool']})")
         while await handle.query("pending") == pending:
             await asyncio.sleep(POLL_SECONDS * 5)
 
@@ -163,7 +163,7 @@ class Chat:
             if message["role"] == "user" and not self.echo_user:
                 continue
             for line in render_message(message):
-                print(line)
+                say(line)
         self.shown = len(transcript)
         self.echo_user = False
 
@@ -174,11 +174,11 @@ class Chat:
                 await self.update(handle, "answer_update", {"call_id": item["call_id"], "answer": answer, "by": self.by})
             return
         if item["kind"] == "review":
-            print(f"⚠ {call_text(item['tool'], item['args'])} ran; review its result before the agent sees it:")
-            print("\n".join(f"    {line}" for line in (item.get("result") or "").splitlines()))
-            print("  [a]pprove / [e]dit / [r]eject")
+            say(f"⚠ {call_text(item['tool'], item['args'])} ran; review its result before the agent sees it:")
+            say("\n".join(f"    {line}" for line in (item.get("result") or "").splitlines()))
+            say("  [a]pprove / [e]dit / [r]eject")
         else:
-            print(f"⚠ {call_text(item['tool'], item['args'])} needs approval  [a]pprove / [e]dit / [r]eject")
+            say(f"⚠ {call_text(item['tool'], item['args'])} needs approval  [a]pprove / [e]dit / [r]eject")
         typed = await ask("> ")
         choice = typed.lower()
         if choice in ("/quit", "/exit"):
@@ -204,14 +204,14 @@ class Chat:
         """Field by field: Enter keeps a value; JSON (a number, a list) is read as JSON."""
         edited = dict(args)
         for name, value in args.items():
-            shown = value if isinstance(value, str) else json.dumps(value)
-            typed = await ask(f"  {name} [{shown}]: ")
+            current = value if isinstance(value, str) else json.dumps(value)
+            typed = await ask(f"  {name} [{current}]: ")
             if typed:
                 edited[name] = typed if isinstance(value, str) else _json_or_text(typed)
         return edited
 
     async def answer_for(self, item: dict[str, Any]) -> Any:
-        print(f"? {item['question']}")
+        say(f"? {item['question']}")
         if item.get("fields"):
             form: dict[str, Any] = {}
             for field in item["fields"]:
@@ -226,7 +226,7 @@ class Chat:
             return form
         if item.get("choices"):
             for number, choice in enumerate(item["choices"], 1):
-                print(f"  {number}. {choice}")
+                say(f"  {number}. {choice}")
             picked = await ask("> ")
             if picked.isdigit() and 1 <= int(picked) <= len(item["choices"]):
                 return item["choices"][int(picked) - 1]
@@ -238,7 +238,7 @@ class Chat:
             await execute_update_retrying(handle, name, body)
             return True
         except WorkflowUpdateFailedError as error:
-            print(f"  refused: {getattr(error.cause, 'message', error)}")
+            say(f"  refused: {getattr(error.cause, 'message', error)}")
             return False
 
 

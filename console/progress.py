@@ -18,9 +18,11 @@ from typing import Any, TextIO
 
 from rich.console import Console
 from rich.progress import Progress, ProgressColumn, SpinnerColumn, Task, TextColumn
+from rich.markup import escape
 from rich.text import Text
 
 from console.events import SessionEvent
+from console.render import shown
 
 
 @dataclass
@@ -65,6 +67,11 @@ class Activity:
         return f"{self.doing} · {where}{last}"
 
 
+def spoken(line: str) -> str:
+    """The line with control characters shown (a tool's name is the server's choice), as rich markup text."""
+    return escape(shown(line))
+
+
 class SecondsColumn(ProgressColumn):
     """Elapsed seconds with a tenth: a step of a few seconds should visibly tick."""
 
@@ -94,10 +101,10 @@ class WorkingIndicator:
         if self.progress is None:
             self.progress = Progress(SpinnerColumn(), TextColumn("[bold]agent[/bold] {task.description}"),
                                      SecondsColumn(), console=self.console, transient=True)
-            self.task = self.progress.add_task(activity.line(), total=None)
+            self.task = self.progress.add_task(spoken(activity.line()), total=None)
             self.progress.start()
         else:
-            self.progress.update(self.task, description=activity.line())
+            self.progress.update(self.task, description=spoken(activity.line()))
 
     def stop(self) -> None:
         if self.progress is not None:

@@ -1,13 +1,56 @@
-"""How sessions look in a terminal: pending items, status, transcript."""
+"""How sessions look in a terminal: pending items, status, transcript.
+
+Nothing a model, a tool or another person wrote reaches the terminal raw: a
+tool result with `\\x1b[1A\\x1b[2K` would erase the line above it and print
+"Approved by ana" in its place (OWASP's "Lies-in-the-Loop": the approver's view
+is the target). Every console printer goes through `say` (or `print_json`),
+which shows control characters and bidirectional overrides as escapes.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+import sys
+from typing import Any, TextIO
+
+# C0 but newline and tab, DEL, C1, and the bidi embeddings, overrides and isolates.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+TOOL_OUTPUT_PREFIX = "[output of tool "
+
+
+def shown(text: Any) -> str:
+    """`text` as a terminal should show it: control characters written out (`\\x1b`), not obeyed."""
+    return CONTROL.sub(lambda match: _escape(match.group()), str(text))
+
+
+def _escape(character: str) -> str:
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def say(*parts: Any, sep: str = " ", file: TextIO | None = None, flush: bool = False) -> None:
+    """print(), for text that may hold someone else's words."""
+    print(shown(sep.join(str(part) for part in parts)), file=file or sys.stdout, flush=flush)
+
+
+def json_line(value: Any, indent: int | None = None) -> str:
+    """JSON whose every control and bidi character is a \\u escape (still valid JSON)."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    return CONTROL.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
+    print(json_line(value, indent=2))
+
+
+def result_line(content: str | None, width: int = 200) -> str:
+    """The first line of a tool result worth showing (past the product's "output of tool" mark),
+    cut at `width`, with " …" when more follows."""
+    lines = (content or "").strip().splitlines() or [""]
+    if lines[0].startswith(TOOL_OUTPUT_PREFIX) and len(lines) > 1:
+        lines = lines[1:]
+    return lines[0][:width] + (" …" if len(lines) > 1 else "")
 
 
 def call_text(tool: str, args: dict[str, Any]) -> str:
@@ -56,9 +99,7 @@ def render_message(message: dict[str, Any]) -> list[str]:
     if role == "user":
         return [f"You: {content}"]
     if role == "tool":
-        first = (content or "").strip().splitlines() or [""]
-        more = " …" if len(first) > 1 else ""
-        return [f"  ← {first[0][:200]}{more}"]
+        return [f"  ← {result_line(content)}"]
     if role == "assistant":
         lines = []
         for call in message.get("tool_calls") or []:

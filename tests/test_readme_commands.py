@@ -511,8 +511,10 @@ async def test_the_mcp_commands_work_as_printed(env: WorkflowEnvironment, checko
     their policies and says the unreachable one is missing; the worker starts it and stops it."""
     config = re.search(r"```json\n(\{\"mcpServers\".*?)```", README.read_text(), re.S)
     assert config and MCP_TOOLS in README.read_text() and MCP_WORKER in README.read_text()
-    (checkout / "mcp.json").write_text(config.group(1))
-    subprocess.run(["git", "init", "-q"], cwd=checkout, check=True)  # the config's `--repository .`
+    repo = checkout.parent / "repo"  # the config's /srv/repo: outside the worker's folder, granted to the sandbox
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    (checkout / "mcp.json").write_text(config.group(1).replace("/srv/repo", str(repo)))
     listed = await asyncio.to_thread(subprocess.run, ["bash", "-c", MCP_TOOLS], cwd=checkout, env=shell_env(None),
                                      capture_output=True, text=True, timeout=90)
     assert listed.returncode == 0, listed.stdout + listed.stderr
@@ -521,11 +523,11 @@ async def test_the_mcp_commands_work_as_printed(env: WorkflowEnvironment, checko
     assert "runs without asking" in policy["mcp__git__git_status"]
     assert "auto_approve of MCP server git" in policy["mcp__git__git_add"]
     assert "needs approval (destructive)" in policy["mcp__git__git_reset"]
-    assert "MCP server docs (streamable HTTP): not reachable" in listed.stdout
+    assert "MCP server docs (streamable HTTP, untrusted): not reachable" in listed.stdout
 
     worker = Background(MCP_WORKER, checkout, shell_env(env.client.service_client.config.target_host))
     try:
-        await worker.says("worker: MCP server git (stdio): 12 tools")
+        await worker.says("worker: MCP server git (stdio, trusted, sandboxed): 12 tools")
         servers = [pid for pid in processes_running("mcp-server-git") if os.readlink(f"/proc/{pid}/cwd") == str(checkout)]
         assert servers, worker.output()
     finally:

@@ -194,6 +194,25 @@ def message_sha256(previous: str, message: ChatMessage) -> str:
     return hashlib.sha256((previous + message.model_dump_json(exclude_none=True)).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def answer_as_tool_result(answer: str | dict[str, Any] | list[Any] | int | float | bool) -> str:
-    """A human answer, verbatim: a string as it was typed, anything else as JSON."""
-    return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+# How the model tells a person's word from a tool's. A person's answer is framed by the product
+# with HUMAN_ANSWER_MARK; every MCP result starts with TOOL_OUTPUT_MARK and has any imitation of
+# either mark defused (activities/mcp/results.py), so no tool output can carry the first frame.
+HUMAN_ANSWER_MARK = "[answer from a person"
+TOOL_OUTPUT_MARK = "[output of tool {tool}; not from a person]"
+
+
+def answer_as_tool_result(
+    answer: str | dict[str, Any] | list[Any] | int | float | bool, by: str | None = None, verified: bool = False
+) -> str:
+    """A human answer, framed by the product on its first line, then verbatim: a string as it was
+    typed, anything else as JSON. `verified` says the person's identity was checked (a proof)."""
+    text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+    who = "" if not by else f", verified: {by}" if verified else f", unverified: {by}"
+    return f"{HUMAN_ANSWER_MARK}{who}]\n{text}"
+
+
+def without_answer_frame(text: str) -> str:
+    """A person's answer without the product's frame (the answer itself, for code that reads it)."""
+    if text.startswith(HUMAN_ANSWER_MARK) and "]\n" in text:
+        return text.split("]\n", 1)[1]
+    return text
