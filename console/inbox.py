@@ -71,6 +71,14 @@ class InboxItem(BaseModel):
     fields: list[dict[str, Any]] | None = None
     result: str | None = None  # a review's result, clipped in the memo
     deadline: datetime | None = None
+    # What a person needs to decide well (the workflow adds them to every pending item; absent on older sessions).
+    verified: bool = False  # who asked is proven (a verified session), not only asserted
+    led_by: str | None = None  # the user message the call followed
+    model_text: str | None = None  # what the model said before the call
+    description: str | None = None  # the tool's description
+    because: str | None = None  # why a person is needed
+    destructive: bool | None = None
+    remember_allowed: bool | None = None
 
     def claimed_by_someone_else(self, person: str, now: datetime) -> bool:
         """A live claim by another person; an expired one releases the item, memo or not."""
