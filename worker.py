@@ -26,6 +26,7 @@ from activities.notify import NotifyActivities
 from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, unknown_tools
 from activities.session_environment import SessionEnvironment
 from activities.run_tool import ToolActivities
+from console.startup import model_warning
 from exit_cleanly import exit_now
 from settings import Settings, connect
 from workflows.agent import AgentWorkflow
@@ -225,6 +226,8 @@ async def serve(client: Client, settings: Settings, backend: ModelBackend, tunin
           f"({settings.secured})")
     print(f"worker: identity {tuning.identity or client.identity}; {tuning.describe()}")
     print(f"worker: model: {backend.description}")
+    if warning := model_warning():
+        print(f"worker: {warning}", file=sys.stderr)
     print(f"worker: workspace: {settings.workspace.resolve()}" + (f"; extra tools from {extra}" if extra else ""))
     print(f"worker: notifications: {settings.notify_url or settings.workspace / 'notifications.jsonl'}")
     for line in mcp.describe():

@@ -461,9 +461,11 @@ async def test_the_inbox_and_watch_work_as_printed(env: WorkflowEnvironment, def
         # Visibility follows the session by a moment; the commands below each run once.
         await eventually(lambda: read_inbox(client), lambda inbox: any(item.session_id == "s1" for item in inbox.items))
         out = await printed.run("python starter.py inbox")
-        assert re.search(r'^ *\d+[smhd]  s1  call_1  approval  delete_file\(path="notes.txt"\)$', out, re.M), out
+        assert re.search(r"^ *WAITING  SESSION +CALL +KIND +ASKED BY +DUE +WHAT$", out, re.M), out
+        assert re.search(r'^ *\d+[smhd]  s1 +call_1  approval  unnamed \(asserted\)  in 23 h  delete_file\(path="notes.txt"\)$',
+                         out, re.M), out
         out = await printed.run("python starter.py inbox --for ana")
-        assert re.search(r"  s1  call_1  approval  ", out), out
+        assert re.search(r"  s1 +call_1  approval  ", out), out
         out = await printed.run("python starter.py inbox --for ana --json")
         [row] = [row for row in json.loads(out) if row["session_id"] == "s1"]
         assert (row["call_id"], row["kind"], row["tool"], row["args"]) == ("call_1", "approval", "delete_file", {"path": "notes.txt"})
