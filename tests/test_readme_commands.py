@@ -633,14 +633,20 @@ def run_demo(checkout: Path, prefix: list[str], keys: Iterator[tuple[str, str]])
         terminal.kill()
 
 
-def test_the_demo_starts_chats_and_leaves_on_ctrl_c_and_ctrl_d(checkout: Path) -> None:
-    assert DEMO_COMMAND in README.read_text()
+def demo_prefix() -> list[str]:
+    """How to run the demo here: in a private network namespace, or plainly when its ports are free."""
     prefix = private_network()
     if prefix is None:
         prefix = []
         busy = [port for port in (7233, 8233) if is_listening("127.0.0.1", port)]
         if busy:
             pytest.skip(f"no private network namespace here, and ports {busy} are taken (the demo needs them)")
+    return prefix
+
+
+def test_the_demo_starts_chats_and_leaves_on_ctrl_c_and_ctrl_d(checkout: Path) -> None:
+    assert DEMO_COMMAND in README.read_text()
+    prefix = demo_prefix()
     venv_that_refuses_installs(checkout)
 
     status, screen = run_demo(checkout, prefix, iter([
@@ -663,6 +669,38 @@ def test_the_demo_starts_chats_and_leaves_on_ctrl_c_and_ctrl_d(checkout: Path) -
     assert (checkout / "workspace" / "notes.txt").exists(), "nothing was decided, so nothing was deleted"
     assert (checkout / ".hitl" / "temporal.db").exists()
     assert not processes_in(checkout), "the demo stopped its dev server and worker"
+
+
+def test_a_second_demo_in_the_same_folder_refuses_in_one_line(checkout: Path) -> None:
+    """Two demos would share one dev server and session, and the first one's Ctrl-C would stop the
+    server under the second: the second says so and stops, and the first goes on."""
+    prefix = demo_prefix()
+    venv_that_refuses_installs(checkout)
+    first = Terminal([*prefix, "bash", "-c", DEMO_COMMAND], checkout, {**shell_env(None), "TERM": "dumb"})
+    try:
+        first.read_until("You: ", timeout=90)
+        second = subprocess.run(["bash", "-c", DEMO_COMMAND], cwd=checkout, env=shell_env(None), stdin=subprocess.DEVNULL,
+                                capture_output=True, text=True, timeout=90)
+        assert second.returncode == 1, second.stdout + second.stderr
+        [line] = second.stderr.strip().splitlines()
+        assert line.startswith("error: another ./demo.sh is running from this folder (pid "), line
+        first.type("please delete notes.txt\n")
+        first.read_until('⚠ delete_file(path="notes.txt") needs approval', timeout=90)
+        first.type("\x04")
+        assert first.exit_status(timeout=60) == 0, first.screen
+    finally:
+        first.kill()
+    assert not processes_in(checkout)
+
+
+def test_demo_help_describes_its_options(checkout: Path) -> None:
+    venv_that_refuses_installs(checkout)
+    shown = subprocess.run(["bash", "-c", "./demo.sh --help"], cwd=checkout, env=shell_env(None), stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=30)
+    assert shown.returncode == 0 and shown.stdout.startswith("usage: ./demo.sh [--session ID] [--by NAME]"), shown
+    for option in ("--session ID", "--by NAME", "OPENAI_API_KEY", "TEMPORAL_ADDRESS", "/help"):
+        assert option in shown.stdout, option
+    assert not (checkout / ".hitl").exists(), "--help starts nothing"
 
 
 def processes_in(folder: Path) -> list[str]:
