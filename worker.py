@@ -26,7 +26,7 @@ from activities.notify import NotifyActivities
 from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, unknown_tools
 from activities.session_environment import SessionEnvironment
 from activities.run_tool import ToolActivities
-from console.startup import model_warning
+from console.startup import model_warning, quiet_expected_failures
 from exit_cleanly import exit_now
 from settings import Settings, connect
 from workflows.agent import AgentWorkflow
@@ -206,6 +206,7 @@ async def health_check() -> int:
 
 
 async def main() -> None:
+    quiet_expected_failures()
     settings = Settings.from_env()
     extra = load_tool_modules()
     backend = backend_from_env(settings)

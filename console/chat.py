@@ -24,6 +24,7 @@ from settings import ENCRYPTED
 from workflows.agent import AgentWorkflow
 
 POLL_SECONDS = 0.2
+RETRY_CHECK_EVERY = 5  # polls: a describe a second while the agent works
 CHOICES_HINT = "[a]pprove / [e]dit / [r]eject"
 DECISIONS = {"a": "approve", "approve": "approve", "e": "edit", "edit": "edit", "r": "reject", "reject": "reject"}
 HELP = """commands:
@@ -91,6 +92,8 @@ class Chat:
         self.indicator = WorkingIndicator()
         self.activity = Activity()
         self.events_seen = 0  # the spinner line's tool comes from the session's events
+        self.polls = 0
+        self.retries_told: set[tuple[str | None, str]] = set()
 
     async def run(self) -> int:
         print(f"(session {self.session_id}; Ctrl-C or Ctrl-D leaves it where it is, /cancel ends it)")
@@ -170,10 +173,42 @@ class Chat:
                     if status.get("error"):
                         print(f"(error: {status['error']})")
                     return status
+                await self.show_retries(handle)
                 await self.show_progress(handle, status)
                 await asyncio.sleep(POLL_SECONDS)
         finally:
             self.indicator.stop()
+
+    async def show_retries(self, handle: WorkflowHandle[Any, Any]) -> None:
+        """A model or tool call that keeps failing (an endpoint that cannot be reached, say): one line
+        when it first retries, and the spinner counts the attempts. Temporal keeps the attempt and the
+        last failure of a running activity; describing the session once a second reads them."""
+        self.polls += 1
+        if self.polls % RETRY_CHECK_EVERY:
+            return
+        try:
+            description = await handle.describe()
+        except RPCError:
+            return
+        retrying = [a for a in description.raw_description.pending_activities if a.attempt > 1]
+        self.activity.retrying = None
+        for pending in retrying:
+            name = pending.activity_type.name
+            self.activity.retrying = f"{'the model' if name == 'call_model' else name}: retrying (attempt {pending.attempt})"
+            key = (description.run_id, pending.activity_id)
+            if key in self.retries_told:
+                continue
+            self.retries_told.add(key)
+            why = pending.last_failure.message
+            try:
+                why = str(await self.client.data_converter.decode_failure(pending.last_failure)) or why
+            except Exception:  # an undecodable failure still has its plain message
+                pass
+            what = "the model call" if name == "call_model" else f"{name}"
+            self.indicator.stop()
+            print(f"({what} failed: {why}; Temporal retries it until it answers, the line below counts the "
+                  "attempts; Ctrl-C leaves the session as it is)" if self.indicator.enabled else
+                  f"({what} failed: {why}; Temporal retries it until it answers; Ctrl-C leaves the session as it is)")
 
     async def show_progress(self, handle: WorkflowHandle[Any, Any], status: dict[str, Any]) -> None:
         """The step from `status`, the tool from the session's events (the stream `watch` and the API share)."""

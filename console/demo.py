@@ -20,6 +20,7 @@ from typing import Iterator
 from activities.model import backend_from_env
 from activities.tools import workspace as product_files
 from console.chat import Chat
+from console.startup import quiet_expected_failures
 from devserver import connect_when_ready, is_listening, start_dev_server, stop_dev_server
 from settings import Settings, connect
 from worker import build_worker
@@ -73,6 +74,7 @@ def the_only_demo_here() -> Iterator[None]:
 
 
 async def run_demo(settings: Settings, session_id: str, by: str) -> int:
+    quiet_expected_failures()  # the worker's log shares the chat's terminal
     with private_files():
         try:
             with the_only_demo_here():

@@ -6,8 +6,11 @@ Each check reads the environment (or the machine) and returns the line to print,
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import socket
+
+from temporalio.exceptions import ApplicationError
 
 
 def model_warning(environ: os._Environ[str] | dict[str, str] = os.environ) -> str | None:
@@ -45,3 +48,31 @@ def port_problem(host: str, port: int) -> str | None:
             return (f"error: {host}:{port} is already in use (another `starter.py serve`?); "
                     "choose another port with HITL_API_PORT or --port")
     return None
+
+
+class OneLinePerFailingCall(logging.Filter):
+    """The SDK logs every failed attempt of an activity with its traceback: a model endpoint that
+    cannot be reached filled a worker's log with a dozen tracebacks a minute. A failure our own
+    activities raised on purpose (an ApplicationError, already a sentence) becomes one line when a
+    call first fails and one when it gives up; the retries between them are the spinner's
+    ("retrying (attempt 3)") and `temporal workflow describe`'s to show. Anything else keeps its
+    traceback: that is a bug to read."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if not isinstance(error, ApplicationError) or not str(record.msg).startswith("Completing activity as failed"):
+            return True
+        info = getattr(record, "temporal_activity", None) or {}
+        attempt = info.get("attempt", 1)
+        if not error.non_retryable and attempt != 1:
+            return False
+        then = "giving up" if error.non_retryable else "Temporal retries it until it answers"
+        record.msg = (f"{info.get('activity_type', 'activity')} for session {info.get('workflow_id', '?')} "
+                      f"failed (attempt {attempt}): {error.message}; {then}")
+        record.args = ()
+        record.exc_info = record.exc_text = None
+        return True
+
+
+def quiet_expected_failures() -> None:
+    logging.getLogger("temporalio.activity").addFilter(OneLinePerFailingCall())

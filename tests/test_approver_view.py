@@ -160,9 +160,9 @@ async def test_the_flight_date_is_a_typed_field_so_next_friday_is_refused(agent:
 
 # ------------------------------------------------------------------ the chat, on a real terminal
 
-def chat_terminal(agent: Agent, session_id: str) -> Terminal:
+def chat_terminal(agent: Agent, session_id: str, term: str = "dumb") -> Terminal:
     env = {**os.environ, "TEMPORAL_ADDRESS": agent.client.service_client.config.target_host,
-           "HITL_TASK_QUEUE": agent.task_queue, "TERM": "dumb"}
+           "HITL_TASK_QUEUE": agent.task_queue, "TERM": term}
     return Terminal([sys.executable, str(ROOT / "starter.py"), "chat", "--session", session_id], ROOT, env)
 
 
@@ -259,3 +259,56 @@ async def test_the_chat_on_a_closed_session_says_so_and_its_session_has_a_summar
         assert await asyncio.to_thread(terminal.exit_status, 30) == 0
     finally:
         terminal.kill()
+
+
+# ------------------------------------------------------------------ a model endpoint that cannot be reached
+
+def closed_port() -> int:
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # nothing listens once it is closed
+
+
+async def test_an_unreachable_endpoint_is_one_line_in_the_worker_log(env, workspace: Path) -> None:
+    import uuid
+    task_queue = f"hitl-unreachable-{uuid.uuid4().hex[:6]}"
+    environ = {**os.environ, "TEMPORAL_ADDRESS": env.client.service_client.config.target_host, "HITL_TASK_QUEUE": task_queue,
+               "OPENAI_API_KEY": "none", "OPENAI_BASE_URL": f"http://127.0.0.1:{closed_port()}/v1",
+               "HITL_WORKSPACE": str(workspace)}
+    worker = await asyncio.create_subprocess_exec(sys.executable, str(ROOT / "worker.py"), cwd=ROOT, env=environ,
+                                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    try:
+        session = await env.client.start_workflow("AgentWorkflow", {"message": "hello"}, id=f"down-{uuid.uuid4().hex[:6]}",
+                                                  task_queue=task_queue)
+
+        async def attempt() -> int:
+            described = await session.describe()
+            return max((a.attempt for a in described.raw_description.pending_activities), default=0)
+
+        await eventually(attempt, lambda n: n >= 3, timeout=60)
+    finally:
+        worker.terminate()
+        log = (await asyncio.wait_for(worker.communicate(), 30))[0].decode()
+    assert "Traceback" not in log, log
+    failures = [line for line in log.splitlines() if session.id in line]
+    assert failures == [f"call_model for session {session.id} failed (attempt 1): model endpoint "
+                        "unreachable: Connection error.; Temporal retries it until it answers"], log
+
+
+async def test_an_unreachable_endpoint_is_one_line_in_the_chat(env, workspace: Path) -> None:
+    from activities.openai_backend import OpenAIBackend
+    from tests.conftest import running_agent
+
+    backend = OpenAIBackend(api_key="none", base_url=f"http://127.0.0.1:{closed_port()}/v1", default_model="m")
+    async for agent in running_agent(env.client, workspace, backend):
+        terminal = chat_terminal(agent, "down-chat", term="xterm-256color")  # a terminal that draws the spinner
+        try:
+            await asyncio.to_thread(terminal.read_until, "You: ", 60)
+            terminal.type("hello\n")
+            screen = await asyncio.to_thread(terminal.read_until, "retrying (attempt 3)", 60)
+            assert screen.count("(the model call failed: ") == 1, screen
+            assert "model endpoint unreachable" in screen and "Traceback" not in screen, screen
+        finally:
+            terminal.kill()
+        await agent.client.get_workflow_handle("down-chat").terminate("test over")
