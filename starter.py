@@ -13,7 +13,7 @@ import sys
 import uuid
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from exit_cleanly import exit_now
@@ -160,11 +160,27 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "reject":
         return await update(handle, "reject_update", payload(args, "call_id", "reason", "by"), args.json)
     if args.command == "answer":
-        body = {**payload(args, "call_id", "by"), "answer": answer_value(args.answer)}
+        answer = answer_value(args.answer)
+        if isinstance(answer, str):  # a form of one field (a date, say) takes its value as typed
+            answer = await one_field_answer(handle, args.call_id, answer)
+        body = {**payload(args, "call_id", "by"), "answer": answer}
         return await update(handle, "answer_update", body, args.json)
     if args.command == "cancel":
         return await update(handle, "cancel_update", payload(args, "reason"), args.json)
     raise AssertionError(args.command)
+
+
+async def one_field_answer(handle: WorkflowHandle[Any, Any], call_id: str | None, text: str) -> Any:
+    """`answer s1 2026-12-24` to a question whose form has one field: {"date": "2026-12-24"}, which the
+    session checks against the field's type. Any other question takes the text itself."""
+    try:
+        pending = await handle.query("pending")
+    except (RPCError, WorkflowQueryFailedError):
+        return text  # the session says why when it receives the answer
+    questions = [item for item in pending if item["kind"] == "question" and call_id in (None, item["call_id"])]
+    if len(questions) == 1 and len(questions[0].get("fields") or []) == 1:
+        return {questions[0]["fields"][0]["name"]: text}
+    return text
 
 
 async def read_query(client: Client, session_id: str, name: str) -> Any:

@@ -23,6 +23,7 @@ from temporalio.testing import WorkflowEnvironment
 from devserver import free_port
 from tests.conftest import eventually
 from tests.test_readme_commands import (  # noqa: F401  (fixtures)
+    API_SECTION,
     Background,
     bash_blocks,
     checkout,
@@ -32,8 +33,6 @@ from tests.test_readme_commands import (  # noqa: F401  (fixtures)
     section,
     shell_env,
 )
-
-API_SECTION = "## People anywhere: the HTTP API and the web inbox"
 
 
 class ApiStory:
