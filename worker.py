@@ -23,7 +23,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from activities.mcp import McpConfigError, McpToolbox, toolbox_from_env
 from activities.notify import NotifyActivities
-from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, unknown_tools
+from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, judge_calls, unknown_tools
 from activities.session_environment import SessionEnvironment
 from activities.run_tool import ToolActivities
 from console.startup import model_warning, quiet_expected_failures
@@ -31,6 +31,7 @@ from exit_cleanly import exit_now
 from settings import Settings, connect
 from workflows.agent import AgentWorkflow
 from workflows.arity import OneArgument
+from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
 
 
 # The sandbox re-imports every module a workflow uses, once per workflow run.
@@ -40,7 +41,7 @@ SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
     "pydantic", "pydantic_core", "annotated_types", "typing_inspection",
     "workflows.conversation", "workflows.forms", "workflows.pauses", "workflows.planning",
     "workflows.requests", "workflows.rules", "workflows.session", "workflows.limits", "workflows.handover",
-    "workflows.events", "workflows.identity", "workflows.proofs", "workflows.visibility", "cryptography",
+    "workflows.events", "workflows.identity", "workflows.proofs", "workflows.visibility", "workflows.policy", "cryptography",
     "catalog", "jsonschema",
 )
 
@@ -150,8 +151,8 @@ def build_worker(
         client,
         task_queue=task_queue,
         workflows=[AgentWorkflow],
-        activities=[model.call_model, tools.run_tool, notify.notify, unknown_tools, catalog_verdicts,
-                    environment.session_environment],
+        activities=[model.call_model, tools.run_tool, notify.notify, unknown_tools, catalog_verdicts, judge_calls,
+                    environment.session_environment, environment.session_facts],
         workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX),
         interceptors=[OneArgument()],  # a signal or Update sent with no or several arguments
         # A rejected Update is answered with the request it rejects; the worker's own
@@ -160,6 +161,13 @@ def build_worker(
         disable_payload_error_limit=True,
         **(tuning or WorkerTuning()).worker_options(),
     )
+
+
+def describe_policy(policy: OperatorPolicy | None) -> str:
+    if policy is None:
+        return "none (HITL_POLICY is not set): the tools' own settings are the floor"
+    return (f"{os.environ['HITL_POLICY']}: {len(policy.tools)} tool rules, {len(policy.groups)} groups, "
+            f"sessions verified {policy.sessions.verified}; read again for every call judged")
 
 
 def load_tool_modules() -> list[str]:
@@ -213,8 +221,10 @@ async def main() -> None:
     tuning = WorkerTuning.from_env()
     try:
         mcp = toolbox_from_env()  # a malformed HITL_MCP_CONFIG stops the worker here, with the reason
-    except McpConfigError as error:
+        policy = policy_from_env()  # so does a malformed HITL_POLICY
+    except (McpConfigError, PolicyError) as error:
         raise SystemExit(f"worker: {error}") from None
+    print(f"worker: operator policy: {describe_policy(policy)}")
     client = await connect_with_patience(settings)
     async with mcp:
         await serve(client, settings, backend, tuning, extra, mcp)

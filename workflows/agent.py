@@ -16,6 +16,7 @@ what is new to the history.
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import datetime, timedelta
 from typing import Any, Awaitable, Callable
 
@@ -65,7 +66,18 @@ from workflows.pauses import (
     parse_decision,
 )
 from workflows.planning import PlannedCall, plan_reply, with_unique_call_ids
-from workflows.requests import ConversationRef, ModelRequest, Notification, SessionFacts, ToolInvocation, VerdictRequest
+from workflows.requests import (
+    ConversationRef,
+    FactsRequest,
+    Judgement,
+    JudgementRequest,
+    ModelRequest,
+    Notification,
+    Pin,
+    SessionFacts,
+    ToolInvocation,
+    VerdictRequest,
+)
 from workflows.rules import Grant, args_sha256, grant_from
 from workflows.session import (
     DEFAULT_SYSTEM_PROMPT,
@@ -125,6 +137,13 @@ VERDICTS_BY_LOCAL_ACTIVITY = "catalog-verdicts-by-local-activity"
 # Runs that trust the model activity's "run" only for tools the local activity already
 # judged auto-run in this run (a local activity marker a step kept steps over 2 KB).
 VERDICTS_CACHED_PER_RUN = "catalog-verdicts-cached-per-run"
+# Runs that judge every reply's calls in the worker with the operator's policy (no verdict taken
+# from the model activity), bind proofs to the run and the whole decision, remember approvals
+# only for the person whose request they were given for, and say on each pause why it waits.
+AUTHORIZATION_MODEL = "operator-policy-bound-proofs-judged-calls"
+SESSION_MEMO = "hitl_session"
+PINS_KEPT = 500
+RESULTS_KEPT = 50
 # Past these the session stops waiting for people rather than be ended by Temporal.
 HISTORY_EVENTS_CRITICAL = 45_000
 HISTORY_BYTES_CRITICAL = 40_000_000
@@ -198,6 +217,10 @@ class AgentWorkflow:
         self.verdicts_cached = True  # likewise, VERDICTS_CACHED_PER_RUN
         # The local activity's verdict (arguments aside) on tools it said run without asking, this run.
         self.judged_auto_run: dict[str, dict[str, Any]] = {}
+        self.authorized = True  # likewise, AUTHORIZATION_MODEL
+        self.pins: dict[str, Pin] = {}  # tools' definitions as this session first saw them
+        self.results_this_turn: list[tuple[str, str]] = []  # (tool, call id) whose output entered this turn
+        self.reset_seen = False  # set by Temporal's new random seed: the run was reset here
         if carried is not None:
             self.resume(carried)
 
@@ -233,6 +256,11 @@ class AgentWorkflow:
         self.edit_regexes = not workflow.patched(EDITS_WITHOUT_REGEXES)
         self.verdicts_locally = workflow.patched(VERDICTS_BY_LOCAL_ACTIVITY)
         self.verdicts_cached = workflow.patched(VERDICTS_CACHED_PER_RUN)
+        self.authorized = workflow.patched(AUTHORIZATION_MODEL)
+        if self.authorized:
+            self.verifier.bound = True
+            workflow.register_random_seed_callback(self.on_reset)
+            asyncio.ensure_future(self.watch_for_resets())
         if self.hands_over_anywhere and workflow.info().continued_run_id is None:
             await self.check_tool_names()
         if publishes_and_verifies:
@@ -262,10 +290,23 @@ class AgentWorkflow:
         """Which search attributes to publish and which keys sign decisions, as this run's
         worker knows them (recorded, so a replay sees the same). A verified session that
         no key could ever satisfy is refused at once rather than left waiting for ever."""
-        facts = await workflow.execute_local_activity(
-            "session_environment", self.config.verified_decisions, result_type=SessionFacts,
-            start_to_close_timeout=timedelta(seconds=10), summary="search attributes and decision keys",
-        )
+        if self.authorized:
+            facts = await workflow.execute_local_activity(
+                "session_facts", FactsRequest(
+                    verified_decisions=self.config.verified_decisions,
+                    rules=self.config.model_dump(include={*RULE_FIELDS, "verified_decisions", "escalate_to"}),
+                ),
+                result_type=SessionFacts, start_to_close_timeout=timedelta(seconds=10),
+                summary="search attributes, decision keys and the operator's policy",
+            )
+        else:
+            facts = await workflow.execute_local_activity(
+                "session_environment", self.config.verified_decisions, result_type=SessionFacts,
+                start_to_close_timeout=timedelta(seconds=10), summary="search attributes and decision keys",
+            )
+        if facts.policy_problems:
+            raise ApplicationError(f"invalid session input: {'; '.join(facts.policy_problems)}",
+                                   type="InvalidSessionInput", non_retryable=True)
         if facts.trusted_keys:
             self.verifier.trusted_keys = facts.trusted_keys
         if self.verifier.required and not self.verifier.trusted_keys:
@@ -276,6 +317,20 @@ class AgentWorkflow:
             )
         self.publisher.start(facts.registered_search_attributes)
         self.publish()
+        if self.authorized:
+            self.publish_who()
+
+    def publish_who(self) -> None:
+        """Who the session belongs to, in its memo: the API decides who may read a session from
+        this without a query (a query of a closed session replays its whole history)."""
+        who = {"owner": self.config.by, "participants": self.config.participants,
+               "verified": self.config.verified_decisions}
+        try:
+            current = workflow.memo_value(SESSION_MEMO, default=None)
+        except Exception:
+            current = None
+        if current != who:
+            workflow.upsert_memo({SESSION_MEMO: who})
 
     async def check_tool_names(self) -> None:
         """Rules that name an unknown tool are refused, judged by the worker's catalog as the
@@ -320,6 +375,7 @@ class AgentWorkflow:
             self.turn += 1
             self.steps = 0
             self.error = None
+            self.results_this_turn = []
             self.take_in_messages()
         self.in_turn = True
         self.set_state("running")
@@ -422,6 +478,8 @@ class AgentWorkflow:
         for a person or refuse. So the model activity's verdict is taken as it is when every
         "run" in it names a tool the local activity already judged auto-run in this run; any
         other "run" is judged again. One marker per tool per run instead of one per step."""
+        if self.authorized:
+            return await self.judge_by_worker(reply)
         claimed = reply.catalog_plans or []
         if self.verdicts_cached and len(claimed) == len(reply.tool_calls) and all(
             plan.get("tool") == call.name and (plan.get("action") != "run" or verdict_of(plan) == self.judged_auto_run.get(call.name))
@@ -437,6 +495,25 @@ class AgentWorkflow:
             if plan.get("action") == "run" and plan.get("tool") == call.name:
                 self.judged_auto_run[call.name] = verdict_of(plan)
         return reply.model_copy(update={"catalog_plans": plans})
+
+    async def judge_by_worker(self, reply: ModelReply) -> ModelReply:
+        """Every reply's calls judged in this worker, each from its own arguments: the catalog,
+        the operator's policy (read now), the definitions this session pinned, and whether
+        untrusted output entered the turn. Nothing the model activity returned is taken."""
+        called = {call.name for call in reply.tool_calls}
+        judgement = await workflow.execute_local_activity(
+            "judge_calls", JudgementRequest(
+                reply=reply.model_copy(update={"catalog_plans": None}), tools=self.config.tools,
+                pins={tool: pin for tool, pin in self.pins.items() if tool in called},
+                results_this_turn=self.results_this_turn,
+            ),
+            result_type=Judgement, start_to_close_timeout=timedelta(seconds=30),
+            summary="judge the calls: catalog and operator's policy",
+        )
+        for tool, pin in judgement.new_pins.items():
+            if len(self.pins) < PINS_KEPT:
+                self.pins.setdefault(tool, pin)
+        return reply.model_copy(update={"catalog_plans": judgement.plans})
 
     async def finish_step(self) -> None:
         """Settle every call of the step: wait for decisions, run what may run, wait for reviews.
@@ -474,6 +551,10 @@ class AgentWorkflow:
                 self.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args), by=grant.by, rule=grant.describe())
         elif plan.action == "run" and plan.policy:
             self.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args), rule=plan.policy)
+        elif plan.action == "run" and self.authorized:
+            self.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args),
+                        rule="the tool's own setting: it runs without asking"
+                        + ("; a person reviews its result" if plan.review else ""))
 
     async def outcome_of(self, plan: PlannedCall) -> ToolOutcome:
         cancelled = f"The session was cancelled ({self.cancel_reason}); the tool did not run."
@@ -501,6 +582,8 @@ class AgentWorkflow:
             )
         except ActivityError as error:
             return ToolOutcome(text=f"Error: {tool} failed: {failure_message(error)}")
+        if all(seen != tool for seen, _ in self.results_this_turn):  # the policy needs the first of each
+            self.results_this_turn = newest([*self.results_this_turn, (tool, call_id)], RESULTS_KEPT)
         return ToolOutcome(text=output, ran=True)
 
     def take_in_messages(self) -> None:
@@ -570,7 +653,8 @@ class AgentWorkflow:
             last_answer=self.last_answer, speaker=self.speaker, in_turn=self.in_turn, steps=self.steps,
             error=self.error, interrupt_requested=self.interrupt_requested, step=self.step, pauses=self.pauses,
             used_call_ids=self.used_call_ids, cancel_reason=self.cancel_reason, idle_until=self.idle_until,
-            events=self.event_log.carried(), verifier=self.verifier,
+            events=self.event_log.carried(), verifier=self.verifier, pins=self.pins,
+            results_this_turn=self.results_this_turn,
         )
 
     def resume(self, carried: CarriedState) -> None:
@@ -590,6 +674,7 @@ class AgentWorkflow:
         self.settled_event = self.event_log.last_id
         if carried.verifier is not None:
             self.verifier = carried.verifier
+        self.pins, self.results_this_turn = dict(carried.pins), list(carried.results_this_turn)
         if self.pauses.is_waiting():
             self.state = "awaiting_human"
         elif self.in_turn or self.inbox:
@@ -602,6 +687,12 @@ class AgentWorkflow:
     def request_person(self, kind: PauseKind, plan: PlannedCall, result: str | None = None) -> None:
         rules, now = self.config, workflow.now()
         decided_by_approvers = kind != "question"
+        approvers = rules.approvers_for(plan.tool) if decided_by_approvers else None
+        if decided_by_approvers and plan.approvers is not None:  # the operator's policy names who decides
+            approvers = [person for person in approvers or [] if person in plan.approvers] or plan.approvers
+        required = rules.approvals_needed(plan.tool) if kind == "approval" else 1
+        if kind == "approval" and plan.required_approvals:
+            required = max(required, plan.required_approvals)
         item = PendingCall(
             call_id=plan.call_id,
             kind=kind,
@@ -612,14 +703,16 @@ class AgentWorkflow:
             requested_at=now,
             deadline=deadline_after(now, self.timeouts()[kind]),
             requested_by=self.speaker,
-            approvers=rules.approvers_for(plan.tool) if decided_by_approvers else None,
-            required_approvals=rules.approvals_needed(plan.tool) if kind == "approval" else 1,
-            four_eyes=rules.four_eyes and decided_by_approvers,
+            approvers=approvers,
+            required_approvals=required,
+            four_eyes=(rules.four_eyes or bool(plan.four_eyes)) and decided_by_approvers,
             remind_at=deadline_after(now, rules.remind_after_seconds),
             escalate_at=deadline_after(now, rules.escalate_after_seconds) if decided_by_approvers else None,
             destructive=plan.destructive if kind == "approval" else None,
             input_schema=plan.input_schema if kind == "approval" else None,
         )
+        if self.authorized:
+            self.describe_for_the_person(item, plan)
         if kind == "question":
             question = question_of(plan.args)
             item.question = question.question
@@ -629,6 +722,18 @@ class AgentWorkflow:
         self.record("requested", item.call_id, item.tool, item.args_sha256, by=self.speaker, rule=kind)
         self.event_log.add("pause_opened", now, **compact_item(item, now))
         self.notify("requested", item)
+
+    def describe_for_the_person(self, item: PendingCall, plan: PlannedCall) -> None:
+        """What the person deciding needs beside the call: who asked (verified or asserted), what
+        led to it, what the model said, what the tool is, and why it waits for them."""
+        item.verified = self.config.verified_decisions
+        item.led_by, item.model_text = self.conversation.context_of(item.call_id, 1_000)
+        item.description = plan.description
+        item.remember_allowed = False if plan.remember_allowed is False else None
+        item.because = {
+            "question": "the model asked a person",
+            "review": "a person reviews this tool's result before the model sees it",
+        }.get(item.kind, plan.because or plan.policy or "the tool needs approval")
 
     async def wait_for_people(self) -> None:
         """Wait until every open pause is settled: by a person, a message, a cancel or the clock."""
@@ -691,9 +796,12 @@ class AgentWorkflow:
     def grant_for(self, plan: PlannedCall) -> Grant | None:
         """A remembered approval that covers this call; under four-eyes, never its author's own request."""
         sha, now = args_sha256(plan.args), workflow.now()
+        if self.authorized and (plan.untrusted or plan.remember_allowed is False):
+            return None
         return next((
             grant for grant in self.grants
             if grant.covers(plan.tool, sha, now) and not (self.config.four_eyes and grant.by == self.speaker)
+            and (not self.authorized or grant.requested_by == self.speaker)
         ), None)
 
     def live_grants(self) -> list[Grant]:
@@ -863,7 +971,26 @@ class AgentWorkflow:
 
     def proven(self, decision: DecisionBase) -> tuple[Any, SpentProof | None]:
         """On a verified session, the decision as its proof says it was made (see workflows/identity.py)."""
+        self.note_reset()
         return self.verifier.check(decision, workflow.info().workflow_id, self.pauses.open, workflow.now())
+
+    def on_reset(self, _seed: int) -> None:
+        """Temporal gives a run a new random seed exactly where it was reset, live and on every
+        replay alike: from there on no proof issued before the reset counts (Verifier.reset_at).
+        The callback runs outside the workflow's event loop, so the time is taken in it."""
+        self.reset_seen = True
+
+    async def watch_for_resets(self) -> None:
+        while True:
+            await workflow.wait_condition(lambda: self.reset_seen)
+            self.note_reset()
+
+    def note_reset(self) -> None:
+        """The moment of a reset, taken in the activation that carries it (a decision in the same
+        activation asks first)."""
+        if self.reset_seen:
+            self.reset_seen = False
+            self.verifier.reset_at = workflow.now()
 
     def decide(self, verb: str, payload: Any) -> tuple[Verdict, SpentProof | None]:
         """The one rule book for decisions, shared by signals and Update validators."""
@@ -913,7 +1040,8 @@ class AgentWorkflow:
         self.record_settlement(verdict)
         if verdict.remember is not None and verdict.run_with is not None:
             self.grants = newest([*self.live_grants(), grant_from(
-                verdict.remember, verdict.tool, args_sha256(verdict.run_with), verdict.by, verdict.call_id, workflow.now()
+                verdict.remember, verdict.tool, args_sha256(verdict.run_with), verdict.by, verdict.call_id, workflow.now(),
+                requested_by=verdict.requested_by,
             )], 100)
         return {"accepted": True, "call_id": verdict.call_id, "outcome": verdict.outcome}
 
@@ -932,6 +1060,7 @@ class AgentWorkflow:
         return message
 
     def receive_message(self, payload: Any) -> dict[str, Any]:
+        self.note_reset()
         message, proof = self.verifier.check_message(self.parse_message(payload), workflow.info().workflow_id, workflow.now())
         self.verifier.spend(proof, workflow.now())
         self.inbox.append(message.model_copy(update={"proof": None}))
@@ -1025,6 +1154,9 @@ class AgentWorkflow:
             "model": self.config.model,
             "closed_reason": self.closed_reason,
             "transcript_messages": self.message_offset + len(self.conversation.messages),
+            "owner": self.config.by,
+            "participants": self.config.participants,
+            "verified": self.config.verified_decisions,
         }
 
     @workflow.query
@@ -1112,7 +1244,8 @@ class AgentWorkflow:
                 self.settled_event = self.event_log.last_id
         self.state = state
         self.publish()
-        waiting = ", ".join(f"{item.kind} of {item.tool} ({item.call_id})" for item in self.pauses.open)
+        waiting = ", ".join(f"{item.kind} of {item.tool}({clip(canonical_json(item.args), 300)}) ({item.call_id})"
+                            for item in self.pauses.open)
         detail = {
             "running": f"running turn {self.turn}, step {self.steps}",
             "awaiting_human": f"waiting for people: {waiting}",
@@ -1172,6 +1305,10 @@ def decoded(payload: RawValue | None | TooManyArguments) -> Any:
         return workflow.payload_converter().from_payload(payload.payload, None)
     except Exception as error:
         raise Refusal(f"malformed payload: {clip(str(error), RECORDED_BYTES)}") from None
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
 def _recorded(value: Any) -> str | None:

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from workflows.limits import utf8_size
+from workflows.limits import clip, utf8_size
 
 
 TRIMMED = "[this earlier text was trimmed to keep the conversation within its size limit]"
@@ -145,6 +145,20 @@ class Conversation(BaseModel):
         while 0 < start < len(self.messages) and self.messages[start].role == "tool":
             start -= 1  # never begin with a result whose call is not there
         return self.messages[start:]
+
+    def context_of(self, call_id: str, max_bytes: int) -> tuple[str | None, str | None]:
+        """What a person reads on a call's card: the user message that led to it and the text of
+        the model's reply that made it (either None when this run no longer holds it), clipped."""
+        said = None
+        for index in range(len(self.messages) - 1, -1, -1):
+            message = self.messages[index]
+            if message.role == "assistant" and any(call.id == call_id for call in message.tool_calls or []):
+                said = clip(message.content, max_bytes) if message.content and message.content.strip() else None
+                for earlier in reversed(self.messages[:index]):
+                    if earlier.role == "user" and earlier.content:
+                        return clip(earlier.content, max_bytes), said
+                return None, said
+        return None, said
 
     def tool_name_of(self, call_id: str) -> str | None:
         """The tool the newest assistant message that made this call asked for."""

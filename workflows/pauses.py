@@ -71,6 +71,13 @@ class PendingCall(BaseModel):
     destructive: bool | None = None
     # The JSON schema the call was planned with, for tools whose schema lives outside this code.
     input_schema: dict[str, Any] | None = None
+    # What the person deciding should see beside the call (INTERFACE.md, the approver's card).
+    verified: bool | None = None  # are identities on this session verified (or only asserted)?
+    led_by: str | None = None  # the user message the call followed
+    model_text: str | None = None  # what the model said in the reply that made the call
+    description: str | None = None  # the tool's own description
+    because: str | None = None  # why a person is needed: the rule or policy line
+    remember_allowed: bool | None = None  # False when the operator's policy forbids remembering it
 
     def view(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True, exclude={"input_schema"})
@@ -88,11 +95,19 @@ class DecisionBase(BaseModel):
     """What every decision says: which call, who, what the person saw, and on verified sessions a proof."""
 
     model_config = ConfigDict(extra="forbid")
+    verb: ClassVar[str] = "decide"
 
     call_id: Name | None = None
     by: Name | None = None
     expected_args_sha256: Name | None = None
     proof: Proof | None = None
+
+    def digest(self) -> str:
+        """What a proof binds besides the call: everything this decision does (its arguments,
+        result, comment, remember, reason, answer, claim time), so no field can be changed or
+        added under someone else's signature."""
+        fields = self.model_dump(mode="json", exclude={"proof", "by", "call_id"})
+        return args_sha256({"verb": self.verb, **fields})
 
 
 class Approve(DecisionBase):
@@ -146,6 +161,7 @@ class Settlement(BaseModel):
     comment: str | None = None
     rule: str | None = None
     remember: Remember | None = None
+    requested_by: str | None = None  # whose request it was: a remembered approval covers only theirs
 
 
 class Vote(BaseModel):
@@ -256,6 +272,8 @@ class Pauses(BaseModel):
         if decision.result is not None:
             raise Refusal(f"{item.call_id} has not run yet; edit its args, not its result")
         edited = None if decision.args is None or decision.args == item.args else _validated_args(catalog, item, decision.args, regexes)
+        if decision.remember and item.remember_allowed is False:
+            raise Refusal(f"the operator's policy does not let a decision on {item.tool} be remembered")
         if decision.remember and item.required_approvals > 1:
             raise Refusal(f"{item.tool} needs {item.required_approvals} approvals; one person cannot remember it")
         if item.required_approvals > 1 and decision.by is None:
@@ -382,7 +400,7 @@ def unsettled_text(item: PendingCall, why: str) -> str:
 def _settle(item: PendingCall, outcome: Outcome, now: datetime, by: str | None = None, **how: Any) -> Settlement:
     return Settlement(
         call_id=item.call_id, tool=item.tool, kind=item.kind, outcome=outcome, at=now, by=by,
-        args_sha256=item.args_sha256, **how,
+        args_sha256=item.args_sha256, requested_by=item.requested_by, **how,
     )
 
 
