@@ -93,6 +93,7 @@ class Chat:
         self.activity = Activity()
         self.events_seen = 0  # the spinner line's tool comes from the session's events
         self.polls = 0
+        self.cards_shown: set[str] = set()
         self.retries_told: set[tuple[str | None, str]] = set()
 
     async def run(self) -> int:
@@ -249,12 +250,12 @@ class Chat:
 
     async def decide(self, handle: WorkflowHandle[Any, Any], item: dict[str, Any]) -> None:
         if item["kind"] == "question":
-            print("\n".join([headline(item), *context_lines(item)]))
+            self.show_card(item)
             answer = await self.answer_for(item)
             if answer is not None:
                 await self.update(handle, "answer_update", {"call_id": item["call_id"], "answer": answer, "by": self.by})
             return
-        print("\n".join([headline(item), *context_lines(item)]))
+        self.show_card(item)
         if item["kind"] == "review":
             print("\n".join(f"    | {line}" for line in (item.get("result") or "").splitlines()))
         print(f"  {CHOICES_HINT}")
@@ -298,6 +299,20 @@ class Chat:
                 await self.update(handle, "user_message_update", {"text": typed, "by": self.by})
                 return
             print(f"  (not sent; the call still waits: {CHOICES_HINT})")
+
+    def show_card(self, item: dict[str, Any]) -> None:
+        """The call and what a person needs to decide it; once per call (a refused answer asks again
+        without repeating it). In your own chat, your own message needs no quoting back."""
+        if item["call_id"] in self.cards_shown:
+            print(headline(item))
+            return
+        self.cards_shown.add(item["call_id"])
+        shown = dict(item)
+        if shown.get("requested_by") == self.by:
+            shown.pop("led_by", None)
+        if shown["kind"] == "question":
+            shown.pop("because", None)  # the model asked: that is what a question is
+        print("\n".join([headline(shown), *context_lines(shown)]))
 
     async def edited_args(self, args: dict[str, Any]) -> dict[str, Any]:
         """Field by field: Enter keeps a value; JSON (a number, a list) is read as JSON."""

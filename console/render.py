@@ -149,6 +149,9 @@ def render_message(message: dict[str, Any]) -> list[str]:
                 args = json.loads(call["function"]["arguments"])
             except (json.JSONDecodeError, TypeError):
                 args = {"raw": call["function"]["arguments"]}
+            if isinstance(args, dict) and call["function"]["name"] == "ask_user_question" and isinstance(args.get("fields"), list):
+                # A form reads as its fields and their types, not as its JSON.
+                args = {**args, "fields": [f"{f.get('name')}: {f.get('type', 'string')}" for f in args["fields"] if isinstance(f, dict)]}
             if isinstance(args, dict):
                 lines.append(f"  → {call_text(call['function']['name'], args)}")
         if content:

@@ -11,6 +11,7 @@ show the page as it is; `git diff docs/*.png` after a run shows what changed.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -19,7 +20,7 @@ import pytest
 
 from tests.api_server import Api, api, scripted_api, signing_key, token_of  # noqa: F401  (fixtures)
 from tests.conftest import eventually
-from tests.fake_openai import FakeOpenAI, text, tool_calls
+from tests.fake_openai import FakeOpenAI, completion, text, tool_calls
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -120,10 +121,10 @@ async def test_approve_with_an_edited_argument_and_see_the_result_arrive_live(ap
     assert path.get_attribute("value") == "notes.txt"
     # The card says who asked, whether that is proven, and how long there is.
     assert text_of(f"{card} [data-role=asked-by]")(browser).startswith("ana")
-    assert "asserted" in text_of(f"{card} [data-role=asked-by]")(browser).lower()  # TEMP
+    assert "verified" in text_of(f"{card} [data-role=asked-by]")(browser).lower()
     assert text_of(f"{card} [data-role=deadline]")(browser) == "in 23 h"
     row = text_of(f'button.item[data-session="{session}"]')(browser).lower()
-    assert "asked by ana" in row and "asserted" in row and "due in 23 h" in row, row
+    assert "asked by ana" in row and "verified" in row and "due in 23 h" in row, row
     await until(browser, lambda b: "live" in b.find_element("id", "stream-state").text)
     await asyncio.to_thread(browser.execute_script, "window.notReloaded = true")
     await asyncio.to_thread(path.clear)
@@ -152,6 +153,38 @@ async def test_approve_with_an_edited_argument_and_see_the_result_arrive_live(ap
     await until(browser, click(f'button.item[data-session="{waiting["session_id"]}"]'))
     [free] = await until(browser, find(".pending-item.question input.free-answer"))
     assert "answer" in free.get_attribute("placeholder").lower()
+
+
+async def test_the_card_shows_what_the_model_said_and_an_edit_as_a_diff(scripted_api: tuple[Api, FakeOpenAI], browser: Any) -> None:
+    api, fake = scripted_api
+    email = {"to": "ana@example.com", "subject": "lunch", "body": "See you at noon."}
+    fake.script(completion({"role": "assistant", "content": "I will send Ana the lunch note now.", "tool_calls": [
+        {"id": "e1", "type": "function", "function": {"name": "send_email", "arguments": json.dumps(email)}}]}),
+        text("sent"))
+    session = (await api.start("ana", "tell ana lunch is at noon", approval_timeout_seconds=300))["session_id"]
+    await sign_in(browser, api, "bob")
+    await until(browser, click(f'button.item[data-session="{session}"]'))
+    card = '.pending-item[data-call="e1"]'
+    await until(browser, find(f"{card} [data-role=model-text]"))
+    assert text_of(f"{card} [data-role=led-by]")(browser) == "tell ana lunch is at noon"
+    assert text_of(f"{card} [data-role=model-text]")(browser) == "I will send Ana the lunch note now."
+    assert text_of(f"{card} [data-role=description]")(browser), "the tool's description"
+    assert text_of(f"{card} [data-role=because]")(browser), "why a person is needed"
+    assert text_of(f"{card} [data-role=deadline]")(browser) == "in 4 min"
+    assert find(f"{card} [data-role=remember]")(browser), "remembering is allowed here: the card offers it"
+    [body] = find(f'{card} [data-arg="body"]')(browser)
+    await asyncio.to_thread(body.clear)
+    await asyncio.to_thread(body.send_keys, "See you at one.")
+    diff = await until(browser, text_of(f"{card} [data-role=diff]"))
+    assert 'body: "See you at noon." → "See you at one."' in diff and "subject" not in diff, diff
+    await until(browser, click(f"{card} button.approve:not(.confirm-edit)"))
+    [confirm] = await until(browser, lambda b: [e for e in find(f"{card} button.confirm-edit")(b) if e.is_displayed()])
+    await screenshot(browser, "web-card.png")
+    await asyncio.to_thread(confirm.click)
+    await until(browser, lambda b: [e for e in find('#events li[data-type="pause_settled"]')(b) if "edited by bob" in e.text])
+    async with api.as_("bob") as bob:
+        audit = (await bob.get(f"/sessions/{session}/audit")).json()
+    assert any(event["event"] == "edited" and event["by"] == "bob" for event in audit), audit
 
 
 async def test_a_form_and_a_choice_are_answered_from_the_page(scripted_api: tuple[Api, FakeOpenAI], browser: Any) -> None:

@@ -21,6 +21,7 @@ or a docs page fails it until a test runs it or NOT_RUN says why not. Links betw
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import pty
@@ -29,8 +30,10 @@ import select
 import shlex
 import shutil
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -60,9 +63,10 @@ DEMO_COMMAND = "./demo.sh --session other"
 DEMO_HELP = "./demo.sh --help"
 LOCAL_MODEL_WORKER = "OPENAI_API_KEY=none OPENAI_BASE_URL=http://localhost:11434/v1 HITL_MODEL=qwen2.5:3b python worker.py"
 OWN_TOOLS_WORKER = "HITL_TOOL_MODULES=my_tools python worker.py"
-GUIDED_SECTION = "### 1. The same, piece by piece"
+GUIDED_SECTION = "### 2. The same, piece by piece"
+DEMO_SECTION = "### 1. The demo"
 INBOX_SECTION = "## Who waits for whom: the inbox, and following a session live"
-API_SECTION = "### 2. People anywhere: the web inbox and the HTTP API"  # run by tests/test_api_readme.py
+API_SECTION = "### 3. People anywhere: the web inbox and the HTTP API"  # run by tests/test_api_readme.py
 STORY_SECTIONS = (GUIDED_SECTION, "## Driving a session with the `temporal` CLI alone", INBOX_SECTION, API_SECTION)
 DEV_SERVER = ("temporal server start-dev --db-filename .hitl/server.db --search-attribute HitlState=Keyword "
               "--search-attribute HitlPendingTools=KeywordList --search-attribute HitlWaitingSince=Datetime "
@@ -653,12 +657,15 @@ class Terminal:
                 os.execvpe(argv[0], argv, env)
             finally:
                 os._exit(127)
+        # A terminal has a size (a pty starts with none, and rich would assume 80 columns).
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
         self.screen = ""
         self.exited = False
 
-    def read_until(self, text: str, timeout: float) -> str:
+    def read_until(self, text: str, timeout: float, after: int = 0) -> str:
+        """The screen once `text` shows (after position `after`)."""
         deadline = time.monotonic() + timeout
-        while text not in self.screen:
+        while text not in self.screen[after:]:
             remaining = deadline - time.monotonic()
             assert remaining > 0, f"{text!r} never appeared; the terminal shows:\n{self.screen}"
             if select.select([self.fd], [], [], min(remaining, 0.5))[0]:
@@ -667,7 +674,7 @@ class Terminal:
                 except OSError:  # the other side closed
                     chunk = b""
                 if not chunk:
-                    assert text in self.screen, f"{text!r} never appeared before the end:\n{self.screen}"
+                    assert text in self.screen[after:], f"{text!r} never appeared before the end:\n{self.screen}"
                 self.screen += chunk.decode(errors="replace")
         return self.screen
 
@@ -747,6 +754,36 @@ def test_the_demo_starts_chats_and_leaves_on_ctrl_c_and_ctrl_d(checkout: Path) -
     assert (checkout / "workspace" / "notes.txt").exists(), "nothing was decided, so nothing was deleted"
     assert (checkout / ".hitl" / "temporal.db").exists()
     assert not processes_in(checkout), "the demo stopped its dev server and worker"
+
+
+PROMPTS = ("You: ", "> ", "  reason: ", "  date (date, YYYY-MM-DD): ")
+
+
+def test_the_demo_prints_what_the_readme_shows(checkout: Path) -> None:
+    """The README's demo session, typed as printed on a real terminal: the demo prints every line it shows."""
+    [shown] = re.findall(r"```text\n(.*?)```", section(DEMO_SECTION), re.S)
+    prefix = demo_prefix()
+    venv_that_refuses_installs(checkout)
+    # A terminal 140 columns wide, as rich sees one (it takes a "dumb" one for 80 columns and wraps there).
+    terminal = Terminal([*prefix, "bash", "-c", DEMO_COMMAND], checkout, {**shell_env(None), "TERM": "xterm-256color"})
+    try:
+        typed_from = 0
+        for line in shown.splitlines():
+            prompt = next((p for p in PROMPTS if line.startswith(p) and len(line) > len(p)), None)
+            if prompt is None:
+                continue
+            terminal.read_until(prompt, timeout=90, after=typed_from)
+            typed_from = len(terminal.screen)
+            terminal.type(line[len(prompt):] + "\n")
+        terminal.read_until(shown.splitlines()[-1], timeout=90, after=typed_from)
+        terminal.type("\x04")
+        assert terminal.exit_status(timeout=60) == 0, terminal.screen
+    finally:
+        terminal.kill()
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", terminal.screen)  # a spinner's cursor moves, if any
+    printed = {line.rstrip() for line in re.split(r"[\r\n]+", plain)}
+    missing = [line for line in shown.splitlines() if line.rstrip() not in printed]
+    assert not missing, f"the README shows lines the demo does not print: {missing}\n{terminal.screen}"
 
 
 def test_a_second_demo_in_the_same_folder_refuses_in_one_line(checkout: Path) -> None:

@@ -256,9 +256,10 @@ function approvalForm(item) {
     el("span", {}, "Run it with your edits (above) instead of the model's arguments?"),
     el("button", { type: "button", class: "approve confirm-edit", onclick: () => send(true) }, "Confirm edited approval"),
     el("button", { type: "button", class: "cancel-edit", onclick: () => { confirmRow.hidden = true; } }, "Not yet"));
-  const remember = item.remember_allowed === true
+  // Absent means allowed; the operator's policy says false where it forbids it; several approvals are never remembered.
+  const remember = item.remember_allowed !== false && !(item.required_approvals > 1)
     ? el("label", { class: "remember hint" }, el("input", { type: "checkbox", "data-role": "remember" }),
-      ` also approve later ${item.tool} calls in this session for an hour`)
+      `also approve later ${item.tool} calls ${item.requested_by ? item.requested_by + " asks for " : ""}in this session, for an hour`)
     : "";
   const refreshDiff = () => {
     const { edited, error } = read();
