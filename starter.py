@@ -17,7 +17,7 @@ from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, 
 from temporalio.service import RPCError
 
 from exit_cleanly import exit_now
-from console.render import describe_pending, print_json, render_status, render_transcript
+from console.render import args_diff, describe_pending, print_json, render_status, render_transcript
 from console.sessions import read_all
 from console.startup import model_warning
 from console.summary import session_summary
@@ -156,6 +156,8 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "send":
         return await update(handle, "user_message_update", payload(args, "text", "by"), args.json)
     if args.command == "approve":
+        if args.args is not None and not args.json:
+            await show_edit(handle, args.call_id, args.args)
         return await update(handle, "approve_update", payload(args, "call_id", "args", "comment", "by"), args.json)
     if args.command == "reject":
         return await update(handle, "reject_update", payload(args, "call_id", "reason", "by"), args.json)
@@ -168,6 +170,18 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "cancel":
         return await update(handle, "cancel_update", payload(args, "reason"), args.json)
     raise AssertionError(args.command)
+
+
+async def show_edit(handle: WorkflowHandle[Any, Any], call_id: str | None, edited: dict[str, Any]) -> None:
+    """What `--args` changes, against the model's arguments, before the session hears of it."""
+    try:
+        pending = await handle.query("pending")
+    except (RPCError, WorkflowQueryFailedError):
+        return
+    calls = [item for item in pending if item["kind"] == "approval" and call_id in (None, item["call_id"])]
+    if len(calls) == 1:
+        for line in args_diff(calls[0]["args"], edited) or ["(the same as the model's arguments)"]:
+            print(f"edit: {line}")
 
 
 async def one_field_answer(handle: WorkflowHandle[Any, Any], call_id: str | None, text: str) -> Any:

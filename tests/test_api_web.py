@@ -99,7 +99,6 @@ async def test_before_signing_in_only_the_sign_in_form_shows(api: Api, browser: 
     [waiting] = find("#main")(browser)
     assert not waiting.is_displayed(), "an empty 'Waiting for you' card shows before anyone signed in"
     assert "Waiting for you" not in browser.find_element("tag name", "body").text
-    await screenshot(browser, "web-sign-in.png")
 
 
 async def test_approve_with_an_edited_argument_and_see_the_result_arrive_live(api: Api, browser: Any) -> None:

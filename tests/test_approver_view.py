@@ -312,3 +312,39 @@ async def test_an_unreachable_endpoint_is_one_line_in_the_chat(env, workspace: P
         finally:
             terminal.kill()
         await agent.client.get_workflow_handle("down-chat").terminate("test over")
+
+
+async def test_serve_without_tokens_says_so_in_one_line(tmp_path: Path) -> None:
+    from devserver import free_port
+
+    environ = {k: v for k, v in os.environ.items() if k != "HITL_API_TOKENS"}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "starter.py"), "serve", "--port", str(free_port()), cwd=tmp_path,
+        env={**environ, "HITL_KEYS_DIR": str(tmp_path / "keys")}, stderr=asyncio.subprocess.PIPE)
+    try:
+        assert process.stderr is not None
+        first = (await asyncio.wait_for(process.stderr.readline(), 60)).decode()
+    finally:
+        process.terminate()
+        await process.wait()
+    assert first.startswith("warning: HITL_API_TOKENS is not set, so nobody can sign in"), first
+
+
+async def test_a_worker_with_an_endpoint_but_no_key_says_it_uses_the_offline_model(env, workspace: Path) -> None:
+    environ = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    environ.update(TEMPORAL_ADDRESS=env.client.service_client.config.target_host, HITL_WORKSPACE=str(workspace),
+                   OPENAI_BASE_URL="http://localhost:11434/v1", HITL_TASK_QUEUE="hitl-no-key")
+    worker = await asyncio.create_subprocess_exec(sys.executable, str(ROOT / "worker.py"), cwd=ROOT, env=environ,
+                                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    try:
+        assert worker.stdout is not None
+        lines: list[str] = []
+        while not any("OPENAI_API_KEY is not" in line for line in lines):
+            line = (await asyncio.wait_for(worker.stdout.readline(), 60)).decode()
+            assert line, lines
+            lines.append(line)
+    finally:
+        worker.terminate()
+        await worker.wait()
+    assert "worker: model: the built-in offline model" in "".join(lines)
+    assert lines[-1].startswith("worker: warning: OPENAI_BASE_URL is set (http://localhost:11434/v1) but OPENAI_API_KEY is not")
