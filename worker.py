@@ -41,7 +41,8 @@ SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
     "pydantic", "pydantic_core", "annotated_types", "typing_inspection",
     "workflows.conversation", "workflows.forms", "workflows.pauses", "workflows.planning",
     "workflows.requests", "workflows.rules", "workflows.session", "workflows.limits", "workflows.handover",
-    "workflows.events", "workflows.identity", "workflows.proofs", "workflows.visibility", "workflows.policy", "cryptography",
+    "workflows.events", "workflows.identity", "workflows.proofs", "workflows.visibility", "workflows.policy",
+    "workflows.patches", "cryptography",
     "catalog", "jsonschema",
 )
 

@@ -186,19 +186,31 @@ async def test_session_input_cannot_loosen_the_operators_policy(agent: Agent, tm
     agent deleted a file and nobody was asked."""
     write_policy(tmp_path, monkeypatch, {
         "groups": {"oncall": ["ana", "bob"]},
-        "sessions": {"verified": "required"},
+        "sessions": {"verified": "required", "may_start": ["@oncall"]},
         "tools": {"delete_file": {"approval": "always", "approvers": ["@oncall"]}},
     })
     for loosening, key in [({"auto_approve": ["*"], "verified_decisions": True}, "auto_approve"),
                            ({"auto_approve": ["delete_file"], "verified_decisions": True}, "auto_approve"),
                            ({"verified_decisions": False}, "verified_decisions"),
-                           ({"approvers": {"delete_file": ["eve"]}, "verified_decisions": True}, "approvers")]:
-        session = await agent.start("please delete notes.txt", **loosening)
+                           ({"approvers": {"delete_file": ["eve"]}, "verified_decisions": True}, "approvers"),
+                           ({"escalate_to": ["eve"], "verified_decisions": True}, "escalate_to"),
+                           ({"by": "eve", "verified_decisions": True}, "by")]:
+        session = await agent.start("please delete notes.txt", **{"by": "ana", **loosening})
         with pytest.raises(WorkflowFailureError) as failure:
             await session.result()
         message = failure.value.cause.message  # type: ignore[union-attr]
         assert message.startswith(f"invalid session input: {key}:") and "operator's policy" in message, message
     assert (agent.workspace / "notes.txt").exists()
+
+
+async def test_a_claim_lasts_an_hour_at_most(agent: Agent) -> None:
+    """A claim for a day kept the real approver out of a decision for a day."""
+    session = await agent.start("please delete notes.txt")
+    [item] = await pending_items(session)
+    assert "at most 3600 seconds" in await refused_update(session, "claim_update", {
+        "call_id": item["call_id"], "by": "mallory", "for_seconds": 86400})
+    claimed = await session.execute_update("claim_update", {"call_id": item["call_id"], "by": "ana", "for_seconds": 3600})
+    assert claimed["claimed_by"] == "ana"
 
 
 async def test_the_policy_asks_its_approvers_and_forbids_remembering(
@@ -281,3 +293,17 @@ async def test_a_tool_that_needed_approval_keeps_asking_when_its_server_redefine
         CATALOG.remove("mcp__ops__deploy")
     assert [args["target"] for args in ran] == ["staging"]
     assert second["because"].startswith("the definition of mcp__ops__deploy changed since this session first saw it")
+
+
+async def test_a_new_run_records_one_patch_marker_not_one_per_patch(agent: Agent) -> None:
+    """Every new run's timeline in the Temporal UI began with five `core_patch` markers: a run that
+    has the newest patch has every older one (workflows/patches.py)."""
+    session = await agent.start("please delete notes.txt")
+    [item] = await pending_items(session)
+    await session.execute_update("approve_update", {"call_id": item["call_id"], "by": "ana"})
+    await settled(session)
+    await session.execute_update("cancel_update", {"reason": "done"})
+    await session.result()
+    markers = [e.marker_recorded_event_attributes.marker_name for e in (await session.fetch_history()).events
+               if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
+    assert markers.count("core_patch") == 1, markers

@@ -42,6 +42,7 @@ from workflows.handover import (
     shrink_to_fit,
 )
 from workflows.limits import (
+    MAX_ARGUMENT_BYTES,
     MAX_QUEUED_BYTES,
     MODEL_WINDOW_BYTES,
     RECORDED_BYTES,
@@ -65,7 +66,8 @@ from workflows.pauses import (
     deadline_after,
     parse_decision,
 )
-from workflows.planning import PlannedCall, plan_reply, with_unique_call_ids
+from workflows.patches import Behaviours
+from workflows.planning import PlannedCall, plan_reply, with_recorded_args, with_unique_call_ids
 from workflows.requests import (
     ConversationRef,
     FactsRequest,
@@ -121,29 +123,13 @@ NOTIFY_CALL = dict(
     start_to_close_timeout=timedelta(seconds=30),
     retry_policy=RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(minutes=1)),
 )
-# Sessions recorded before this change continue as new only between turns;
-# the marker lets their histories replay unchanged.
-HAND_OVER_ANYWHERE = "continue-as-new-inside-turns-and-pauses"
-# Sessions closed before this change may have ended with a notification in flight.
-CLOSE_AFTER_NOTIFICATIONS = "close-after-notifications"
-# Sessions started before this change publish no search attributes and know no proofs.
-PUBLISH_AND_VERIFY = "search-attributes-claims-verified-decisions"
-# Sessions started before this change checked edited arguments against MCP schemas' regexes in
-# the workflow (see catalog/schema_tools.py, without_regexes).
-EDITS_WITHOUT_REGEXES = "edited-arguments-without-schema-regexes"
-# Sessions started before this change took the catalog's verdict from the model activity's result,
-# which anyone who reaches the frontend can complete in its place (see judge_calls).
-VERDICTS_BY_LOCAL_ACTIVITY = "catalog-verdicts-by-local-activity"
-# Runs that trust the model activity's "run" only for tools the local activity already
-# judged auto-run in this run (a local activity marker a step kept steps over 2 KB).
-VERDICTS_CACHED_PER_RUN = "catalog-verdicts-cached-per-run"
-# Runs that judge every reply's calls in the worker with the operator's policy (no verdict taken
-# from the model activity), bind proofs to the run and the whole decision, remember approvals
-# only for the person whose request they were given for, and say on each pause why it waits.
-AUTHORIZATION_MODEL = "operator-policy-bound-proofs-judged-calls"
 SESSION_MEMO = "hitl_session"
 PINS_KEPT = 500
 RESULTS_KEPT = 50
+# How long a worker's "run" for a tool whose verdict no argument changes is reused without asking
+# the worker again: a changed policy file applies within this long. Each reuse saves a marker.
+VERDICT_REUSE = timedelta(seconds=60)
+CLAIM_SECONDS_AT_MOST = 3600.0  # a claim keeps others out of a decision: for an hour at most
 # Past these the session stops waiting for people rather than be ended by Temporal.
 HISTORY_EVENTS_CRITICAL = 45_000
 HISTORY_BYTES_CRITICAL = 40_000_000
@@ -152,7 +138,6 @@ PAGE_BYTES = 1_500_000  # a query answer stays below Temporal's 2 MB
 # Temporal admits 10 Updates in flight per workflow; waiters beyond this many answer the oldest
 # at once, so callers that wait for ever (an `after_event` nobody reaches) leave room for decisions.
 MAX_WAITERS = 4
-WAITERS_BOUNDED = "wait-until-settled-bounded"
 AUDIT_EVENT: dict[Outcome, str] = {
     "approved": "approved", "edited": "edited", "rejected": "rejected", "declined": "rejected",
     "answered": "answered", "timed_out": "timed_out", "moved_on": "cancelled", "cancelled": "cancelled",
@@ -218,9 +203,11 @@ class AgentWorkflow:
         # The local activity's verdict (arguments aside) on tools it said run without asking, this run.
         self.judged_auto_run: dict[str, dict[str, Any]] = {}
         self.authorized = True  # likewise, AUTHORIZATION_MODEL
+        self.behaviours = Behaviours()
         self.pins: dict[str, Pin] = {}  # tools' definitions as this session first saw them
         self.results_this_turn: list[tuple[str, str]] = []  # (tool, call id) whose output entered this turn
         self.reset_seen = False  # set by Temporal's new random seed: the run was reset here
+        self.reusable_runs: dict[str, tuple[dict[str, Any], datetime]] = {}  # tool -> (verdict, judged at)
         if carried is not None:
             self.resume(carried)
 
@@ -250,20 +237,19 @@ class AgentWorkflow:
     async def run(self, request: RawValue = None) -> SessionSummary:  # type: ignore[assignment]
         if self.setup_error:
             raise ApplicationError(self.setup_error, type="InvalidSessionInput", non_retryable=True)
-        self.hands_over_anywhere = workflow.patched(HAND_OVER_ANYWHERE)
-        # Asked before any local activity: a replay must meet the markers in the order they were made.
-        publishes_and_verifies = workflow.patched(PUBLISH_AND_VERIFY)
-        self.edit_regexes = not workflow.patched(EDITS_WITHOUT_REGEXES)
-        self.verdicts_locally = workflow.patched(VERDICTS_BY_LOCAL_ACTIVITY)
-        self.verdicts_cached = workflow.patched(VERDICTS_CACHED_PER_RUN)
-        self.authorized = workflow.patched(AUTHORIZATION_MODEL)
+        self.behaviours = behaviours = Behaviours.at_run_start()  # see workflows/patches.py
+        self.hands_over_anywhere = behaviours.hands_over_anywhere
+        self.edit_regexes = not behaviours.edits_without_regexes
+        self.verdicts_locally = behaviours.verdicts_by_local_activity
+        self.verdicts_cached = behaviours.verdicts_cached_per_run
+        self.authorized = behaviours.authorization_model
         if self.authorized:
             self.verifier.bound = True
             workflow.register_random_seed_callback(self.on_reset)
             asyncio.ensure_future(self.watch_for_resets())
         if self.hands_over_anywhere and workflow.info().continued_run_id is None:
             await self.check_tool_names()
-        if publishes_and_verifies:
+        if behaviours.publishes_and_verifies:
             await self.learn_environment()
         try:
             if self.in_turn:  # this run continues a turn the previous run was in
@@ -281,7 +267,7 @@ class AgentWorkflow:
         run ends. An activity that completes while the closing task is in flight makes Temporal
         fail that task (UnhandledCommand), which aborts any Update it carried: a person's cancel
         would come back as an error."""
-        if workflow.patched(CLOSE_AFTER_NOTIFICATIONS):
+        if self.behaviours.closes_after_notifications():
             await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
         else:
             await workflow.wait_condition(workflow.all_handlers_finished)
@@ -294,7 +280,7 @@ class AgentWorkflow:
             facts = await workflow.execute_local_activity(
                 "session_facts", FactsRequest(
                     verified_decisions=self.config.verified_decisions,
-                    rules=self.config.model_dump(include={*RULE_FIELDS, "verified_decisions", "escalate_to"}),
+                    rules=self.config.model_dump(include={*RULE_FIELDS, "verified_decisions", "escalate_to", "by"}),
                 ),
                 result_type=SessionFacts, start_to_close_timeout=timedelta(seconds=10),
                 summary="search attributes, decision keys and the operator's policy",
@@ -500,6 +486,9 @@ class AgentWorkflow:
         """Every reply's calls judged in this worker, each from its own arguments: the catalog,
         the operator's policy (read now), the definitions this session pinned, and whether
         untrusted output entered the turn. Nothing the model activity returned is taken."""
+        reused = self.reused_verdicts(reply)
+        if reused is not None:
+            return reply.model_copy(update={"catalog_plans": reused})
         called = {call.name for call in reply.tool_calls}
         judgement = await workflow.execute_local_activity(
             "judge_calls", JudgementRequest(
@@ -513,7 +502,24 @@ class AgentWorkflow:
         for tool, pin in judgement.new_pins.items():
             if len(self.pins) < PINS_KEPT:
                 self.pins.setdefault(tool, pin)
-        return reply.model_copy(update={"catalog_plans": judgement.plans})
+        for plan in judgement.plans:
+            if plan.get("reusable"):
+                self.reusable_runs[plan["tool"]] = ({k: v for k, v in plan.items() if k not in ("args", "args_as_sent")},
+                                                    workflow.now())
+        return reply.model_copy(update={"catalog_plans": with_recorded_args(judgement.plans, reply)})
+
+    def reused_verdicts(self, reply: ModelReply) -> list[dict[str, Any]] | None:
+        """The worker's recent "run" for every call of the reply, when each tool's verdict holds for
+        any arguments (the worker said so), with the call's own arguments; None to ask the worker.
+        Nothing here comes from the model activity; the tool activity checks the arguments again."""
+        plans, now = [], workflow.now()
+        for call in reply.tool_calls:
+            found = self.reusable_runs.get(call.name)
+            if found is None or now - found[1] > VERDICT_REUSE or utf8_size(call.function.arguments) > MAX_ARGUMENT_BYTES:
+                return None
+            plans.append({**found[0], "args_as_sent": True})
+        plans = with_recorded_args(plans, reply)
+        return plans if plans and all(isinstance(plan["args"], dict) for plan in plans) else None
 
     async def finish_step(self) -> None:
         """Settle every call of the step: wait for decisions, run what may run, wait for reviews.
@@ -728,7 +734,8 @@ class AgentWorkflow:
         led to it, what the model said, what the tool is, and why it waits for them."""
         item.verified = self.config.verified_decisions
         item.led_by, item.model_text = self.conversation.context_of(item.call_id, 1_000)
-        item.description = plan.description
+        spec = CATALOG.get(item.tool)  # what the tool is, as the worker knows it now: shown, not judged
+        item.description = clip(spec.description, 500) if spec is not None else None
         item.remember_allowed = False if plan.remember_allowed is False else None
         item.because = {
             "question": "the model asked a person",
@@ -942,7 +949,7 @@ class AgentWorkflow:
         self.waiters_seen += 1
         waiter = self.waiters_seen
         self.waiters.append(waiter)
-        if len(self.waiters) > MAX_WAITERS and workflow.patched(WAITERS_BOUNDED):
+        if len(self.waiters) > MAX_WAITERS and self.behaviours.bounds_waiters():
             self.waiters.pop(0)  # the oldest answers now, with the session as it is
         try:
             await workflow.wait_condition(
@@ -1007,6 +1014,8 @@ class AgentWorkflow:
         self.refuse_if_closing()
         request, proof = self.proven(parse_decision(verb, payload))
         now = workflow.now()
+        if self.authorized and isinstance(request, Claim) and request.for_seconds > CLAIM_SECONDS_AT_MOST:
+            raise Refusal(f"a claim lasts at most {CLAIM_SECONDS_AT_MOST:g} seconds; claim again when it runs out")
         verdict = self.pauses.claim(request, now) if isinstance(request, Claim) else self.pauses.release(request, now)
         return verdict, proof
 

@@ -55,6 +55,9 @@ class PlannedCall(BaseModel):
     four_eyes: bool | None = None
     remember_allowed: bool | None = None
     untrusted: bool | None = None  # untrusted output entered the turn: no remembered approval covers it
+    # The worker's "run" holds for any arguments of this tool (no predicate, no untrusted-output
+    # rule): the workflow may reuse it for a while instead of asking again (AgentWorkflow.judge_by_worker).
+    reusable: bool | None = None
 
 
 def plan_reply(reply: ModelReply, offered: dict[str, ToolSpec], rules: DecisionRules | None = None) -> list[PlannedCall]:
@@ -97,7 +100,6 @@ def judge(request: JudgementRequest, offered: dict[str, ToolSpec], policy: Opera
         plan = plan_call(call, offered)
         spec = offered.get(call.name)
         if spec is not None and plan.action in ("run", "approve"):
-            plan.description = clip(spec.description, 500)
             if plan.action == "approve":
                 plan.because = "the tool's own setting: it needs approval"
             if policy_error is not None:
@@ -113,8 +115,33 @@ def judge(request: JudgementRequest, offered: dict[str, ToolSpec], policy: Opera
                                    "(it needed approval then)", untrusted=True)
             if tainted is not None and policy is not None and policy.needs_approval_when_untrusted(plan.tool):
                 plan = _asks(plan, f"untrusted output from {tainted[0]} ({tainted[1]})", untrusted=True)
-        plans.append(plan.model_dump(exclude={"call_id"}, exclude_none=True))
+            plan.reusable = (plan.action == "run" and spec.needs_approval is False and policy_error is None
+                             and not (policy and policy.needs_approval_when_untrusted(plan.tool))) or None
+        plans.append(_recorded(plan, call))
     return Judgement(plans=plans, new_pins=new_pins)
+
+
+def _recorded(plan: PlannedCall, call: ToolCall) -> dict[str, Any]:
+    """A plan as the judgement's marker records it: without arguments that are the call's own
+    (the reply in history holds them already; a step's marker stays small)."""
+    recorded = plan.model_dump(exclude={"call_id"}, exclude_none=True)
+    if plan.action != "refuse" and plan.args == _sent_args(call):
+        recorded.pop("args", None)
+        recorded["args_as_sent"] = True
+    return recorded
+
+
+def _sent_args(call: ToolCall) -> Any:
+    try:
+        return json.loads(call.function.arguments or "{}")
+    except (json.JSONDecodeError, RecursionError):
+        return None
+
+
+def with_recorded_args(plans: list[dict[str, Any]], reply: ModelReply) -> list[dict[str, Any]]:
+    """Plans whose marker left out the call's own arguments, with them back (see _recorded)."""
+    return [{key: value for key, value in plan.items() if key != "args_as_sent"} | {"args": _sent_args(call)}
+            if plan.get("args_as_sent") else plan for plan, call in zip(plans, reply.tool_calls)]
 
 
 def with_floor(plan: PlannedCall, floor: ToolFloor | None) -> PlannedCall:

@@ -139,6 +139,9 @@ class OperatorPolicy(BaseModel):
         """What a session's input would loosen; each problem names the key and the policy."""
         problems: list[str] = []
         tools = sorted(set(known_tools) | {key for key in self.tools if not _is_glob(key)})
+        if not self.may_start(session.get("by")):
+            problems.append(f"by: {session.get('by') or 'nobody named'} may not start sessions under the operator's "
+                            "policy (sessions.may_start)")
         if self.sessions.verified == "required" and not session.get("verified_decisions"):
             problems.append("verified_decisions: the operator's policy requires verified sessions")
         for entry in session.get("auto_approve") or []:
