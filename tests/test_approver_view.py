@@ -348,3 +348,18 @@ async def test_a_worker_with_an_endpoint_but_no_key_says_it_uses_the_offline_mod
         await worker.wait()
     assert "worker: model: the built-in offline model" in "".join(lines)
     assert lines[-1].startswith("worker: warning: OPENAI_BASE_URL is set (http://localhost:11434/v1) but OPENAI_API_KEY is not")
+
+
+async def test_a_session_started_with_starter_has_a_summary_and_details_to_act_on(agent: Agent) -> None:
+    environ = {**os.environ, "TEMPORAL_ADDRESS": agent.client.service_client.config.target_host,
+               "HITL_TASK_QUEUE": agent.task_queue}
+    started = await asyncio.create_subprocess_exec(
+        sys.executable, str(ROOT / "starter.py"), "start", "please delete notes.txt", "--session", "summary-1",
+        "--by", "ana", env=environ, stdout=asyncio.subprocess.PIPE)
+    assert (await started.communicate())[0].decode().strip() == "started session summary-1"
+    description = await agent.client.get_workflow_handle("summary-1").describe()
+    assert await description.static_summary() == "Agent session by ana: please delete notes.txt"
+    details = await description.static_details() or ""
+    for line in ("started with `starter.py start` by ana", "python starter.py pending summary-1",
+                 "python starter.py chat --session summary-1", "python starter.py inbox"):
+        assert line in details, details
