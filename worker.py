@@ -28,6 +28,7 @@ from activities.model import ModelActivities, ModelBackend, backend_from_env, ca
 from activities.session_environment import SessionEnvironment
 from activities.run_tool import ToolActivities
 from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
+from console.startup import model_warning, quiet_expected_failures
 from exit_cleanly import exit_now
 from settings import Settings, connect
 from workflows.agent import AgentWorkflow
@@ -218,6 +219,7 @@ async def health_check() -> int:
 
 async def main() -> None:
     make_undumpable()  # its environment holds the keys: not readable through /proc by its own user's other processes
+    quiet_expected_failures()
     settings = Settings.from_env()
     extra = load_tool_modules()
     backend = backend_from_env(settings)
@@ -243,6 +245,8 @@ async def serve(client: Client, settings: Settings, backend: ModelBackend, tunin
           f"({settings.secured})")
     print(f"worker: identity {tuning.identity}; {tuning.describe()}")
     print(f"worker: model: {backend.description}")
+    if warning := model_warning():
+        print(f"worker: {warning}", file=sys.stderr)
     print(f"worker: workspace: {settings.workspace.resolve()}" + (f"; extra tools from {extra}" if extra else ""))
     print(f"worker: notifications: {settings.notify_url or settings.workspace / 'notifications.jsonl'}")
     for line in mcp.describe():

@@ -34,6 +34,7 @@ class Activity:
     step: int = 0
     tool: str | None = None  # the call being run or last settled, while the turn goes on
     doing: str = "thinking"
+    retrying: str | None = None  # "the model: retrying (attempt 3)", while a call keeps failing
     tools_by_call: dict[str, str] = field(default_factory=dict)
 
     def read_status(self, status: dict[str, Any]) -> None:
@@ -62,6 +63,8 @@ class Activity:
         return self.state == "running"
 
     def line(self) -> str:
+        if self.retrying:
+            return f"{self.retrying} · turn {self.turn}, step {self.step}"
         where = f"turn {self.turn}, step {self.step}" if self.turn else f"step {self.step}"
         last = f" · last tool {self.tool}" if self.tool and not self.doing.startswith("running") else ""
         return f"{self.doing} · {where}{last}"

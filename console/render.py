@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from datetime import datetime, timezone
 from typing import Any, TextIO
 
 # C0 but newline and tab, DEL, C1, and the bidi embeddings, overrides and isolates.
@@ -58,21 +59,103 @@ def call_text(tool: str, args: dict[str, Any]) -> str:
     return f"{tool}({inside})"
 
 
-def describe_item(item: dict[str, Any]) -> str:
-    deadline = f"  (until {item['deadline']})" if item.get("deadline") else ""
+def relative_deadline(deadline: datetime | str, now: datetime | None = None) -> str:
+    """A deadline as a person reads it: "in 42 s", "in 5 min", "in 23 h", "in 3 d", or "overdue"
+    (the web inbox's relativeDeadline says the same)."""
+    moment = datetime.fromisoformat(deadline.replace("Z", "+00:00")) if isinstance(deadline, str) else deadline
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    seconds = (moment - (now or datetime.now(timezone.utc))).total_seconds()
+    if seconds <= 0:
+        return "overdue"
+    if seconds >= 172800:
+        return f"in {int(seconds // 86400)} d"
+    if seconds >= 3600:
+        return f"in {int(seconds // 3600)} h"
+    if seconds >= 60:
+        return f"in {int(seconds // 60)} min"
+    return f"in {-int(-seconds // 1)} s"
+
+
+def trust(item: dict[str, Any]) -> str:
+    """Whether who asked is proven (a verified session) or only what a caller said."""
+    return "verified" if item.get("verified") is True else "asserted"
+
+
+def asker(item: dict[str, Any]) -> str:
+    return f"{item.get('requested_by') or 'someone unnamed'} ({trust(item)})"
+
+
+def clipped(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def context_lines(item: dict[str, Any], now: datetime | None = None) -> list[str]:
+    """What a person needs to decide: who asked and whether that is proven, their message, what the
+    model said before the call, what the tool does, why a person is needed, and how long there is.
+    Each line only when the session says it."""
+    first = f"asked by {asker(item)}"
+    if item.get("deadline"):
+        first += f" · due {relative_deadline(item['deadline'], now)}"
+    if item.get("required_approvals", 1) > 1:
+        first += f" · approvals {len(item.get('approvals', []))}/{item['required_approvals']}"
+    if item.get("approvers"):
+        first += " · approvers " + ", ".join(item["approvers"])
+    if item.get("claimed_by"):
+        first += f" · claimed by {item['claimed_by']}"
+    lines = [first]
+    if item.get("led_by"):
+        lines.append(f"their message: {clipped(item['led_by'])}")
+    if item.get("model_text"):
+        lines.append(f"the model said: {clipped(item['model_text'])}")
+    if item.get("description") or item.get("destructive"):
+        what = clipped(item.get("description") or item["tool"], 200)
+        lines.append(f"the tool: {what}" + ("  [DESTRUCTIVE]" if item.get("destructive") else ""))
+    if item.get("because"):
+        lines.append(f"needs a person: {item['because']}")
+    return [f"    {line}" for line in lines]
+
+
+def field_hint(field: dict[str, Any]) -> str:
+    """A form field's type as a person types it: "date, YYYY-MM-DD", "economy/business", "integer, optional"."""
+    hint = "/".join(str(c) for c in field.get("choices") or []) or field.get("type", "string")
+    if field.get("description"):
+        hint += f", {field['description']}"
+    if not field.get("required", True):
+        hint += ", optional"
+    return hint
+
+
+def headline(item: dict[str, Any]) -> str:
     if item["kind"] == "question":
         text = f"? {item.get('question')}"
         if item.get("choices"):
             text += "  [" + " / ".join(item["choices"]) + "]"
-        return f"{text}  call_id={item['call_id']}{deadline}"
-    text = f"⚠ {call_text(item['tool'], item['args'])} needs {item['kind']}  call_id={item['call_id']}{deadline}"
-    if item.get("destructive"):
-        text += "  DESTRUCTIVE (its server says so)"
-    if item.get("required_approvals", 1) > 1:
-        text += f"  approvals {len(item.get('approvals', []))}/{item['required_approvals']}"
+        return text
+    if item["kind"] == "review":
+        return f"⚠ {call_text(item['tool'], item['args'])} ran; review its result before the agent sees it"
+    return f"⚠ {call_text(item['tool'], item['args'])} needs approval"
+
+
+def describe_item(item: dict[str, Any], now: datetime | None = None) -> str:
+    lines = [f"{headline(item)}  call_id={item['call_id']}", *context_lines(item, now)]
+    for field in item.get("fields") or []:
+        lines.append(f"    field {field['name']} ({field_hint(field)})")
     if item.get("result"):
-        text += "\n    " + "\n    ".join(item["result"].splitlines())
-    return text
+        lines.append("    result:")
+        lines += [f"      {line}" for line in item["result"].splitlines()]
+    return "\n".join(lines)
+
+
+def args_diff(original: dict[str, Any], edited: dict[str, Any]) -> list[str]:
+    """The arguments a person changed, against the model's: `name: "before" -> "after"`."""
+    def value_of(args: dict[str, Any], name: str) -> str:
+        return json.dumps(args[name], ensure_ascii=False) if name in args else "(absent)"
+
+    names = list(dict.fromkeys([*original, *edited]))
+    return [f"{name}: {value_of(original, name)} -> {value_of(edited, name)}"
+            for name in names if original.get(name, ...) != edited.get(name, ...)]
 
 
 def describe_pending(items: list[dict[str, Any]]) -> str:
@@ -107,6 +190,9 @@ def render_message(message: dict[str, Any]) -> list[str]:
                 args = json.loads(call["function"]["arguments"])
             except (json.JSONDecodeError, TypeError):
                 args = {"raw": call["function"]["arguments"]}
+            if isinstance(args, dict) and call["function"]["name"] == "ask_user_question" and isinstance(args.get("fields"), list):
+                # A form reads as its fields and their types, not as its JSON.
+                args = {**args, "fields": [f"{f.get('name')}: {f.get('type', 'string')}" for f in args["fields"] if isinstance(f, dict)]}
             if isinstance(args, dict):
                 lines.append(f"  → {call_text(call['function']['name'], args)}")
         if content:
