@@ -4,5 +4,30 @@
 # Run it again after Ctrl-C to reattach to the same session.
 set -euo pipefail
 cd "$(dirname "$0")"
+case "${1:-}" in
+  -h|--help)
+    cat <<'USAGE'
+usage: ./demo.sh [--session ID] [--by NAME]
+
+Starts the embedded Temporal dev server (data in .hitl/temporal.db, Web UI on
+http://localhost:8233), a worker and a chat in this terminal. The first run
+makes .venv and installs the project. Ctrl-C or Ctrl-D leaves the session where
+it is; run the same command again to reattach. One demo runs per checkout at a
+time (a second one says so and stops).
+
+options:
+  --session ID   the session to start or reattach to (default: demo)
+  --by NAME      who you are in the session's audit (default: you)
+
+environment:
+  OPENAI_API_KEY, OPENAI_BASE_URL, HITL_MODEL   a real model (default: the built-in offline model)
+  HITL_WORKSPACE   the folder the tools may touch (default: ./workspace)
+  TEMPORAL_ADDRESS a Temporal server to use instead of starting one (default: localhost:7233)
+
+In the chat: /help lists the commands; at a decision type a, e or r.
+USAGE
+    exit 0
+    ;;
+esac
 ./scripts/venv.sh
 exec .venv/bin/python starter.py demo "$@"

@@ -13,15 +13,16 @@ import sys
 import uuid
 from typing import Any
 
-from temporalio.api.common.v1 import Payload
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from exit_cleanly import exit_now
-from console.render import describe_pending, print_json, render_status, render_transcript
+from console.render import args_diff, describe_pending, print_json, render_status, render_transcript, say
 from console.sessions import read_all
+from console.startup import model_warning
+from console.summary import session_summary
 from console.updates import execute_update_retrying
-from settings import DATA_CONVERTER, ENCRYPTED, Settings, connect
+from settings import ENCRYPTED, Settings, connect
 from workflows.agent import AgentWorkflow
 
 
@@ -149,21 +150,51 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         if args.json:
             print_json(result)
         else:
-            print({"pending": describe_pending, "status": render_status, "transcript": render_transcript,
-                   "audit": lambda r: "\n".join(json.dumps(e) for e in r)}[args.command](result))
+            say({"pending": describe_pending, "status": render_status, "transcript": render_transcript,
+                 "audit": lambda r: "\n".join(json.dumps(e) for e in r)}[args.command](result))
         return 0
     if args.command == "send":
         return await update(handle, "user_message_update", payload(args, "text", "by"), args.json)
     if args.command == "approve":
+        if args.args is not None and not args.json:
+            await show_edit(handle, args.call_id, args.args)
         return await update(handle, "approve_update", payload(args, "call_id", "args", "comment", "by"), args.json)
     if args.command == "reject":
         return await update(handle, "reject_update", payload(args, "call_id", "reason", "by"), args.json)
     if args.command == "answer":
-        body = {**payload(args, "call_id", "by"), "answer": answer_value(args.answer)}
+        answer = answer_value(args.answer)
+        if isinstance(answer, str):  # a form of one field (a date, say) takes its value as typed
+            answer = await one_field_answer(handle, args.call_id, answer)
+        body = {**payload(args, "call_id", "by"), "answer": answer}
         return await update(handle, "answer_update", body, args.json)
     if args.command == "cancel":
         return await update(handle, "cancel_update", payload(args, "reason"), args.json)
     raise AssertionError(args.command)
+
+
+async def show_edit(handle: WorkflowHandle[Any, Any], call_id: str | None, edited: dict[str, Any]) -> None:
+    """What `--args` changes, against the model's arguments, before the session hears of it."""
+    try:
+        pending = await handle.query("pending")
+    except (RPCError, WorkflowQueryFailedError):
+        return
+    calls = [item for item in pending if item["kind"] == "approval" and call_id in (None, item["call_id"])]
+    if len(calls) == 1:
+        for line in args_diff(calls[0]["args"], edited) or ["(the same as the model's arguments)"]:
+            say(f"edit: {line}")
+
+
+async def one_field_answer(handle: WorkflowHandle[Any, Any], call_id: str | None, text: str) -> Any:
+    """`answer s1 2026-12-24` to a question whose form has one field: {"date": "2026-12-24"}, which the
+    session checks against the field's type. Any other question takes the text itself."""
+    try:
+        pending = await handle.query("pending")
+    except (RPCError, WorkflowQueryFailedError):
+        return text  # the session says why when it receives the answer
+    questions = [item for item in pending if item["kind"] == "question" and call_id in (None, item["call_id"])]
+    if len(questions) == 1 and len(questions[0].get("fields") or []) == 1:
+        return {questions[0]["fields"][0]["name"]: text}
+    return text
 
 
 async def read_query(client: Client, session_id: str, name: str) -> Any:
@@ -189,12 +220,12 @@ async def show_inbox(client: Client, args: argparse.Namespace) -> int:
         inbox = await read_inbox(client, task_queue=args.task_queue, person=args.person, show_claimed=args.claimed,
                                  limit=args.limit or None)
     except InboxUnavailable as error:
-        print(f"error: {error}", file=sys.stderr)
+        say(f"error: {error}", file=sys.stderr)
         return 1
     if args.json:
         print_json(inbox_json(inbox))
     else:
-        print(render_inbox(inbox, args.person))
+        say(render_inbox(inbox, args.person))
     return 0
 
 
@@ -204,7 +235,7 @@ async def start(client: Client, settings: Settings, args: argparse.Namespace) ->
     if args.tools:
         request["tools"] = [name.strip() for name in args.tools.split(",") if name.strip()]
     session_id = args.session or f"session-{uuid.uuid4().hex[:8]}"
-    summary, details = session_summary(request, session_id, encrypted=ENCRYPTED)
+    summary, details = session_summary(request, session_id, started_with="starter.py start", encrypted=ENCRYPTED)
     await client.start_workflow(
         AgentWorkflow.run, request, id=session_id, task_queue=settings.task_queue,
         static_summary=summary, static_details=details,
@@ -212,32 +243,8 @@ async def start(client: Client, settings: Settings, args: argparse.Namespace) ->
     if args.json:
         print_json({"session_id": session_id})
     else:
-        print(f"started session {session_id}")
+        say(f"started session {session_id}")
     return 0
-
-
-def session_summary(request: dict[str, Any], session_id: str, encrypted: bool) -> tuple[Payload, Payload]:
-    """What the Temporal UI shows in the session's row and header (user metadata).
-
-    Built as plain payloads, deliberately outside the encryption codec, so an
-    operator reads them without the key: with encryption on they carry no
-    conversation content, only who started the session and how it is set up.
-    """
-    who = f" by {request['by']}" if request.get("by") else ""
-    if encrypted:
-        summary = f"Agent session{who}; conversation encrypted"
-    else:
-        first = " ".join(request["message"].split())
-        summary = f"Agent session{who}: {first[:80]}{'…' if len(first) > 80 else ''}"
-    tools = ", ".join(request["tools"]) if request.get("tools") else "all registered tools"
-    details = "\n".join([
-        f"**Session** `{session_id}`, started with `starter.py start`{who}.",
-        f"**Tools**: {tools}. **Model**: {request.get('model') or 'the worker default'}.",
-        "**Waiting for a person?** `temporal workflow query --workflow-id "
-        f"{session_id} --name pending` (the HitlState search attribute says it too).",
-    ])
-    plain = DATA_CONVERTER.payload_converter
-    return plain.to_payload(summary), plain.to_payload(details)
 
 
 async def update(handle: WorkflowHandle[Any, Any], name: str, body: dict[str, Any], as_json: bool) -> int:
@@ -248,12 +255,12 @@ async def update(handle: WorkflowHandle[Any, Any], name: str, body: dict[str, An
         if as_json:
             print_json({"accepted": False, "reason": reason})
         else:
-            print(f"refused: {reason}", file=sys.stderr)
+            say(f"refused: {reason}", file=sys.stderr)
         return 2
     if as_json:
         print_json(result)
     else:
-        print(", ".join(f"{k}={v}" for k, v in result.items()))
+        say(", ".join(f"{k}={v}" for k, v in result.items()))
     return 0
 
 
@@ -261,23 +268,32 @@ def main() -> int:
     args = parser().parse_args()
     if args.command == "serve":
         from api.app import serve
+        from console.startup import api_address, port_problem, tokens_warning
 
-        serve(args.host, args.port)
+        host, port = api_address(args.host, args.port)
+        if problem := port_problem(host, port):
+            print(problem, file=sys.stderr)
+            return 1
+        if warning := tokens_warning():
+            print(warning, file=sys.stderr)
+        serve(host, port)
         return 0
     if args.command == "tools":
         from console.tools import list_tools
 
         return asyncio.run(list_tools(args.json))
     settings = Settings.from_env()
+    if args.command == "demo" and (warning := model_warning()):  # the demo runs a worker; so does worker.py
+        print(warning, file=sys.stderr)
     try:
         return asyncio.run(run(args, settings))
     except RPCError as error:
-        print(f"error: {error}", file=sys.stderr)
+        say(f"error: {error}", file=sys.stderr)
         return 1
     except RuntimeError as error:
         if "Failed client connect" not in str(error):
             raise
-        print(f"error: cannot reach Temporal at {settings.address}: {error}", file=sys.stderr)
+        say(f"error: cannot reach Temporal at {settings.address}: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -8,7 +8,7 @@ import os
 import signal
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Mapping
@@ -22,14 +22,18 @@ from temporalio.worker import Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.mcp import McpConfigError, McpToolbox, toolbox_from_env
+from activities.mcp.sandbox import make_undumpable
 from activities.notify import NotifyActivities
-from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, unknown_tools
+from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, judge_calls, unknown_tools
 from activities.session_environment import SessionEnvironment
 from activities.run_tool import ToolActivities
+from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
+from console.startup import model_warning, quiet_expected_failures
 from exit_cleanly import exit_now
 from settings import Settings, connect
 from workflows.agent import AgentWorkflow
 from workflows.arity import OneArgument
+from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
 
 
 # The sandbox re-imports every module a workflow uses, once per workflow run.
@@ -39,7 +43,8 @@ SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
     "pydantic", "pydantic_core", "annotated_types", "typing_inspection",
     "workflows.conversation", "workflows.forms", "workflows.pauses", "workflows.planning",
     "workflows.requests", "workflows.rules", "workflows.session", "workflows.limits", "workflows.handover",
-    "workflows.events", "workflows.identity", "workflows.proofs", "workflows.visibility", "cryptography",
+    "workflows.events", "workflows.identity", "workflows.proofs", "workflows.visibility", "workflows.policy",
+    "workflows.patches", "cryptography",
     "catalog", "jsonschema",
 )
 
@@ -49,7 +54,7 @@ VERSIONING_BEHAVIORS = {"auto_upgrade": VersioningBehavior.AUTO_UPGRADE, "pinned
 
 @dataclass(frozen=True)
 class WorkerTuning:
-    """What an operator tunes per deployment (README, "Running workers in production").
+    """What an operator tunes per deployment (docs/production.md, "Running workers in production").
 
     The defaults are the SDK's except two. Graceful shutdown is 0 s here (the
     SDK's, for in-process workers in tests and the demo) but 10 s for
@@ -112,7 +117,7 @@ class WorkerTuning:
             if not self.build_id:
                 raise SystemExit("worker: HITL_DEPLOYMENT_NAME needs HITL_BUILD_ID (worker versioning)")
             # Worker versioning: the server routes each session's tasks to a
-            # build of this deployment (see the README, "Deploying a new build").
+            # build of this deployment (see docs/production.md, "Deploying a new build").
             options["deployment_config"] = WorkerDeploymentConfig(
                 version=WorkerDeploymentVersion(self.deployment_name, self.build_id),
                 use_worker_versioning=True,
@@ -149,8 +154,8 @@ def build_worker(
         client,
         task_queue=task_queue,
         workflows=[AgentWorkflow],
-        activities=[model.call_model, tools.run_tool, notify.notify, unknown_tools, catalog_verdicts,
-                    environment.session_environment],
+        activities=[model.call_model, tools.run_tool, notify.notify, unknown_tools, catalog_verdicts, judge_calls,
+                    environment.session_environment, environment.session_facts],
         workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX),
         interceptors=[OneArgument()],  # a signal or Update sent with no or several arguments
         # A rejected Update is answered with the request it rejects; the worker's own
@@ -159,6 +164,13 @@ def build_worker(
         disable_payload_error_limit=True,
         **(tuning or WorkerTuning()).worker_options(),
     )
+
+
+def describe_policy(policy: OperatorPolicy | None) -> str:
+    if policy is None:
+        return "none (HITL_POLICY is not set): the tools' own settings are the floor"
+    return (f"{os.environ['HITL_POLICY']}: {len(policy.tools)} tool rules, {len(policy.groups)} groups, "
+            f"sessions verified {policy.sessions.verified}; read again for every call judged")
 
 
 def load_tool_modules() -> list[str]:
@@ -183,12 +195,13 @@ async def connect_with_patience(settings: Settings, attempts: int = 30) -> Clien
 
 
 async def pollers(client: Client, task_queue: str) -> set[str]:
-    """Identities of the workers polling a task queue for workflow tasks now."""
+    """Identities of the workers polling a task queue for workflow tasks now, as configured
+    (without the workspace each names: activities/workspace_identity.py)."""
     answer = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
         namespace=client.namespace, task_queue=TaskQueue(name=task_queue),
         task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
     ))
-    return {poller.identity for poller in answer.pollers}
+    return {without_workspace(poller.identity) for poller in answer.pollers}
 
 
 async def health_check() -> int:
@@ -205,14 +218,18 @@ async def health_check() -> int:
 
 
 async def main() -> None:
+    make_undumpable()  # its environment holds the keys: not readable through /proc by its own user's other processes
+    quiet_expected_failures()
     settings = Settings.from_env()
     extra = load_tool_modules()
     backend = backend_from_env(settings)
     tuning = WorkerTuning.from_env()
     try:
         mcp = toolbox_from_env()  # a malformed HITL_MCP_CONFIG stops the worker here, with the reason
-    except McpConfigError as error:
+        policy = policy_from_env()  # so does a malformed HITL_POLICY
+    except (McpConfigError, PolicyError) as error:
         raise SystemExit(f"worker: {error}") from None
+    print(f"worker: operator policy: {describe_policy(policy)}")
     client = await connect_with_patience(settings)
     async with mcp:
         await serve(client, settings, backend, tuning, extra, mcp)
@@ -220,15 +237,22 @@ async def main() -> None:
 
 async def serve(client: Client, settings: Settings, backend: ModelBackend, tuning: WorkerTuning,
                 extra: list[str], mcp: McpToolbox) -> None:
+    settings.workspace.mkdir(parents=True, exist_ok=True)
+    workspace = await refuse_another_workspace(client, settings.task_queue, settings.workspace)
+    tuning = replace(tuning, identity=with_workspace(tuning.identity or client.identity, workspace))
     worker = build_worker(client, settings.task_queue, backend, settings.workspace, settings.notify_url, tuning=tuning)
     print(f"worker: {settings.address} namespace={settings.namespace} task_queue={settings.task_queue} "
           f"({settings.secured})")
-    print(f"worker: identity {tuning.identity or client.identity}; {tuning.describe()}")
+    print(f"worker: identity {tuning.identity}; {tuning.describe()}")
     print(f"worker: model: {backend.description}")
+    if warning := model_warning():
+        print(f"worker: {warning}", file=sys.stderr)
     print(f"worker: workspace: {settings.workspace.resolve()}" + (f"; extra tools from {extra}" if extra else ""))
     print(f"worker: notifications: {settings.notify_url or settings.workspace / 'notifications.jsonl'}")
     for line in mcp.describe():
         print(f"worker: MCP server {line}")
+    for line in mcp.warning_lines():
+        print(f"worker: warning: {line}")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

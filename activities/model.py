@@ -16,9 +16,10 @@ from activities.reply_bounds import bounded_reply
 from activities.tools import CATALOG  # the catalog, with the built-in tools registered
 from settings import Settings
 from workflows.conversation import ModelReply
-from workflows.planning import catalog_plans
+from workflows.planning import catalog_plans, judge
+from workflows.policy import PolicyError, policy_from_env
 from workflows.rules import DecisionRules
-from workflows.requests import ConversationRef, ModelRequest, VerdictRequest
+from workflows.requests import ConversationRef, Judgement, JudgementRequest, ModelRequest, VerdictRequest
 
 HEARTBEAT_EVERY_SECONDS = 5
 MODEL_ATTEMPTS = 6
@@ -92,6 +93,18 @@ async def catalog_verdicts(request: VerdictRequest) -> list[dict]:
     """The catalog's verdict on each call of a reply (a local activity, see AgentWorkflow.judge_calls)."""
     offered = {spec.name: spec for spec in CATALOG.select(request.tools)}
     return catalog_plans(request.reply, offered)
+
+
+@activity.defn(name="judge_calls")
+async def judge_calls(request: JudgementRequest) -> Judgement:
+    """The worker's verdict on each call of a reply, with the operator's policy as the file says
+    now (a local activity, recorded: see AgentWorkflow.judge_by_worker)."""
+    offered = {spec.name: spec for spec in CATALOG.select(request.tools)}
+    try:
+        policy, problem = policy_from_env(), None
+    except PolicyError as error:
+        policy, problem = None, str(error)
+    return judge(request, offered, policy, problem)
 
 
 def with_catalog_plans(reply: ModelReply, request: ModelRequest) -> ModelReply:

@@ -14,12 +14,15 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
-from workflows.conversation import ChatMessage, FunctionCall, ModelReply, ToolCall
+from workflows.conversation import ChatMessage, FunctionCall, ModelReply, ToolCall, without_answer_frame
 from workflows.requests import ModelRequest
 
 DESTINATION_QUESTION = "Where do you want to fly to?"
 ORIGIN_QUESTION = "Which city are you departing from?"
-DATE_QUESTION = "On what date do you want to fly (YYYY-MM-DD)?"
+DATE_QUESTION = "On what date do you want to fly?"
+OLD_DATE_QUESTION = "On what date do you want to fly (YYYY-MM-DD)?"  # asked as free text by earlier builds
+# The date is asked as a typed form field: the session refuses "next friday" instead of booking it.
+DATE_FIELDS = [{"name": "date", "type": "date", "description": "YYYY-MM-DD"}]
 HELP = (
     "I am the offline stand-in model, not an LLM. I can delete a file, send an email, "
     "draft an email, book a flight, or search the workspace documents: try \"delete notes.txt\", "
@@ -116,25 +119,25 @@ def book_flight_flow(turn: Turn, tools: set[str]) -> ModelReply:
         return ModelReply(content="I cannot book flights here: the book_flight tool is not enabled in this session.")
     for slot, question in (("destination", DESTINATION_QUESTION), ("origin", ORIGIN_QUESTION), ("date", DATE_QUESTION)):
         if not slots.get(slot):
-            return ask(turn, tools, question)
+            return ask(turn, tools, question, DATE_FIELDS if slot == "date" else None)
     return call(turn, "book_flight", {k: slots[k] for k in ("origin", "destination", "date")})
 
 
-def ask(turn: Turn, tools: set[str], question: str) -> ModelReply:
+def ask(turn: Turn, tools: set[str], question: str, fields: list[dict[str, Any]] | None = None) -> ModelReply:
     if "ask_user_question" not in tools:
-        return ModelReply(content=question)
-    return call(turn, "ask_user_question", {"question": question})
+        return ModelReply(content=f"{question} (YYYY-MM-DD)" if fields else question)
+    return call(turn, "ask_user_question", {"question": question, **({"fields": fields} if fields else {})})
 
 
 def answered_slot(step: Step) -> dict[str, str]:
-    answer = step.result.strip()
+    answer = without_answer_frame(step.result).strip()
     form = _json_object(answer)
     if form:
         return {k: str(v) for k, v in form.items() if k in ("origin", "destination", "date")}
     question = step.args.get("question", "")
     if question == ORIGIN_QUESTION:
         return {"origin": answer}
-    if question == DATE_QUESTION:
+    if question in (DATE_QUESTION, OLD_DATE_QUESTION):
         return {"date": normalise_date(answer) or answer}
     if question == DESTINATION_QUESTION:
         return {"destination": answer}

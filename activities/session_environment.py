@@ -15,7 +15,9 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 
 import decision_keys
-from workflows.requests import SessionFacts
+from activities.tools import CATALOG
+from workflows.policy import PolicyError, policy_from_env
+from workflows.requests import FactsRequest, SessionFacts
 from workflows.visibility import SEARCH_ATTRIBUTE_NAMES
 
 CACHE_SECONDS = 30.0
@@ -53,3 +55,16 @@ class SessionEnvironment:
             registered_search_attributes=await self.registered_search_attributes(),
             trusted_keys=decision_keys.trusted_keys() if verified_decisions else {},
         )
+
+    @activity.defn(name="session_facts")
+    async def session_facts(self, request: FactsRequest) -> SessionFacts:
+        """What session_environment says, and what in the session's input the operator's policy
+        refuses (a session's rules may only add to the policy)."""
+        facts = await self.session_environment(request.verified_decisions)
+        try:
+            policy = policy_from_env()
+        except PolicyError as error:
+            return facts.model_copy(update={"policy_problems": [f"the operator's policy cannot be read: {error}"]})
+        if policy is not None:
+            facts.policy_problems = policy.loosened_by(request.rules, CATALOG.names())
+        return facts

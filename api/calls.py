@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.access import CLAIM_SECONDS_AT_MOST
 from api.gateway import now, send_update
 from api.guard import Grant, allowed_on_call
-from workflows.proofs import ProofAction
+from workflows.pauses import Refusal, parse_decision
+from workflows.proofs import ProofAction, sign_decision
 from workflows.rules import args_sha256
 
 router = APIRouter(prefix="/sessions/{session_id}/calls/{call_id}", tags=["decisions"])
@@ -60,12 +61,13 @@ class ClaimBody(BaseModel):
     by: Any = IGNORED_BY
 
 
-def proof_for(request: Request, session_id: str, call_id: str, verb: ProofAction, person: str, sha: str) -> str:
-    from workflows.proofs import sign_decision
-
+def proof_for(request: Request, session_id: str, call_id: str, verb: ProofAction, person: str, sha: str,
+              decision_sha256: str) -> str:
+    """A proof for `person`, bound to this session, call and verb, the arguments the person saw
+    and the whole decision (workflows/proofs.py)."""
     key_id, key = request.app.state.signer()
     return sign_decision(key, key_id, session_id=session_id, call_id=call_id, action=verb, by=person,
-                         args_sha256=sha, now=now())
+                         args_sha256=sha, now=now(), decision_sha256=decision_sha256)
 
 
 async def decide(request: Request, session_id: str, call_id: str, verb: Verb, grant: Grant,
@@ -76,9 +78,13 @@ async def decide(request: Request, session_id: str, call_id: str, verb: Verb, gr
     assert item is not None  # allowed_on_call found it
     edited = fields.get("args")
     sha = args_sha256(edited) if verb == "approve" and edited is not None else item["args_sha256"]
-    payload = {**fields, "call_id": call_id, "by": person,
-               "proof": proof_for(request, session_id, call_id, verb, person, sha)}
-    return await send_update(request, session_id, f"{verb}_update", payload)
+    payload = {**fields, "call_id": call_id, "by": person}
+    try:
+        digest = parse_decision(verb, payload).digest()
+    except Refusal as refusal:
+        raise HTTPException(422, str(refusal)) from None
+    proof = proof_for(request, session_id, call_id, verb, person, sha, digest)
+    return await send_update(request, session_id, f"{verb}_update", {**payload, "proof": proof})
 
 
 def given(body: BaseModel) -> dict[str, Any]:

@@ -2,8 +2,7 @@
 becomes an HTTP status.
 
 The workflow is the one rule book (workflows/pauses.py): the API asks it through
-validated Updates and passes its reason on. The status code is read from the
-reason, because the reason is all an Update's rejection carries.
+validated Updates and passes its reason on, with the status its refusal code names.
 """
 
 from __future__ import annotations
@@ -21,23 +20,15 @@ from temporalio.service import RPCError, RPCStatusCode
 from console.updates import execute_update_retrying, was_not_applied
 from settings import Settings, connect
 
-# Read in order: the first list with a phrase found in the reason gives the status.
-REFUSAL_STATUS: list[tuple[int, tuple[str, ...]]] = [
-    (404, ("unknown call_id", "nothing is pending")),
-    (403, ("may not decide", "may decide", "four-eyes", "needs another person", "say who you are")),
-    (409, ("already settled", "stale", "claimed by", "is not claimed", "closed", "being cancelled",
-           "already approved", "proof", "verified")),
-    (422, ("malformed", "refused", "do not fit", "is a question", "use approve or reject", "has already run",
-           "has not run yet", "cannot remember", "too long", "longer than", "invalid")),
-]
+CODE_STATUS = {"not_found": 404, "forbidden": 403, "conflict": 409, "invalid": 422}
 
 
-def refusal_status(reason: str) -> int:
-    lowered = reason.lower()
-    for status, phrases in REFUSAL_STATUS:
-        if any(phrase in lowered for phrase in phrases):
-            return status
-    return 409  # the session refused it in its current state
+def status_of(error: WorkflowUpdateFailedError) -> int:
+    """The status for a session's refusal, from the code it sends beside its reason
+    (workflows/pauses.py, Refusal.code); 409 (refused in its current state) without one."""
+    details = getattr(getattr(error, "cause", None), "details", None) or ()
+    code = details[0] if details else None
+    return CODE_STATUS.get(code, 409) if isinstance(code, str) else 409
 
 
 @dataclass
@@ -107,8 +98,7 @@ async def send_update(request: Request, session_id: str, name: str, payload: dic
     try:
         return await execute_update_retrying(handle, name, payload)
     except WorkflowUpdateFailedError as error:
-        reason = reason_of(error)
-        raise HTTPException(refusal_status(reason), reason) from None
+        raise HTTPException(status_of(error), reason_of(error)) from None
     except RPCError as error:
         if was_not_applied(error):  # still so after retries: the session is alive but cannot take it
             raise HTTPException(503, "the session could not take this request, and nothing of it was applied "

@@ -29,7 +29,8 @@ from workflows.agent import AgentWorkflow
 from workflows.forms import describe_validation_error
 from workflows.proofs import MESSAGE_CALL_ID
 from workflows.rules import args_sha256
-from workflows.session import SessionInput
+from workflows.identity import message_digest
+from workflows.session import SessionInput, UserMessage
 
 router = APIRouter(prefix="/sessions", tags=["sessions"])
 
@@ -172,9 +173,14 @@ async def send_message(session_id: str, body: Message, request: Request,
     """A new user turn from the caller; `interrupt` stops the running step to re-plan with it.
     With `wait`, the answer also carries the status and pending items once the turn settles."""
     person = grant.person
-    proof = proof_for(request, session_id, MESSAGE_CALL_ID, "message", person, args_sha256({"text": body.text}))
+    try:
+        message = UserMessage(text=body.text, interrupt=body.interrupt, by=person)
+    except ValidationError as error:
+        raise HTTPException(422, f"malformed user_message: {describe_validation_error(error)}") from None
+    proof = proof_for(request, session_id, MESSAGE_CALL_ID, "message", person, args_sha256({"text": body.text}),
+                      message_digest(message))
     accepted = await send_update(request, session_id, "user_message_update",
-                                 {"text": body.text, "interrupt": body.interrupt, "by": person, "proof": proof})
+                                 {**message.model_dump(exclude={"proof"}), "proof": proof})
     if not body.wait:
         return accepted
     settled = await settle(request, session_id, accepted.get("event", 0))

@@ -85,6 +85,17 @@ class SchemaToolSpec(ToolSpec):
     input_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object"})
     runner: Runner | None = None
     source: str = ""
+    # What the tool's server says of it (MCP annotations), kept whether or not they decide anything,
+    # and why its approval is what it is: both shown by `starter.py tools`.
+    annotations: dict[str, Any] | None = None
+    policy_note: str = ""
+
+    def policy(self) -> str:
+        text = super().policy()
+        hints = ", ".join(key for key, value in (self.annotations or {}).items() if key.endswith("Hint") and value is True)
+        said = f"its server says: {hints}" if hints else ""
+        notes = [note for note in (self.policy_note, said) if note and note != self.approval_rule]
+        return f"{text}; {'; '.join(notes)}" if notes else text
 
     def check(self, args: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         return validate_arguments(self.input_schema, args), bool(self.needs_approval)

@@ -14,6 +14,7 @@ later calls of it are refused to the model.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import json
 from dataclasses import dataclass
@@ -77,6 +78,21 @@ class ToolSpec:
         """A schema the workflow records with each call, for tools whose schema lives
         outside this code (None: the Python signature is the schema)."""
         return None
+
+    def definition_sha256(self) -> str | None:
+        """A fingerprint of what a tool's server says of it (description, schema, hints and the
+        approval they led to), for tools whose definition lives outside this code (MCP); None for
+        Python tools, whose definition changes only with the worker's code. A session pins it when
+        it first sees the tool (workflows/planning.py, judge)."""
+        if self.recorded_schema() is None:
+            return None
+        definition = {
+            "description": self.description, "parameters": self.parameters(), "destructive": self.destructive,
+            "needs_approval": self.needs_approval if isinstance(self.needs_approval, bool) else "predicate",
+            "review": self.review, "rule": self.approval_rule, "hints": getattr(self, "hints", None),
+        }
+        canonical = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        return hashlib.sha256(canonical.encode()).hexdigest()
 
     async def run(self, args: dict[str, Any], context: ToolContext) -> str:
         """Run the function with validated arguments; the result as text."""

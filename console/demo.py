@@ -10,7 +10,9 @@ bodies and tool arguments.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -18,6 +20,7 @@ from typing import Iterator
 from activities.model import backend_from_env
 from activities.tools import workspace as product_files
 from console.chat import Chat
+from console.startup import quiet_expected_failures
 from devserver import connect_when_ready, is_listening, start_dev_server, stop_dev_server
 from settings import Settings, connect
 from worker import build_worker
@@ -49,9 +52,37 @@ def private_files() -> Iterator[None]:
         os.umask(previous)
 
 
+class DemoRunning(Exception):
+    """Another demo runs from this checkout: it owns the dev server this one would share."""
+
+
+@contextmanager
+def the_only_demo_here() -> Iterator[None]:
+    """A lock on .hitl/demo.lock for as long as this demo runs. A second demo would attach to the
+    first one's dev server and session, and the first one's Ctrl-C would stop the server under it."""
+    STATE_FOLDER.mkdir(mode=0o700, exist_ok=True)
+    with open(STATE_FOLDER / "demo.lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            raise DemoRunning(lock.read().strip() or "?") from None
+        lock.truncate(0)
+        lock.write(str(os.getpid()))
+        lock.flush()
+        yield  # the lock goes with the file when it closes, or when the process dies
+
+
 async def run_demo(settings: Settings, session_id: str, by: str) -> int:
+    quiet_expected_failures()  # the worker's log shares the chat's terminal
     with private_files():
-        return await _run_demo(settings, session_id, by)
+        try:
+            with the_only_demo_here():
+                return await _run_demo(settings, session_id, by)
+        except DemoRunning as running:
+            print(f"error: another ./demo.sh is running from this folder (pid {running}); use that one, or leave "
+                  "it (Ctrl-C) and start this again: two would share one dev server and session", file=sys.stderr)
+            return 1
 
 
 async def _run_demo(settings: Settings, session_id: str, by: str) -> int:
@@ -64,14 +95,15 @@ async def _run_demo(settings: Settings, session_id: str, by: str) -> int:
         print(f"(Temporal dev server on {settings.address}, data in {STATE_FOLDER / 'temporal.db'}, "
               f"Web UI http://localhost:8233)")
     else:
-        print(f"(using the Temporal server already on {settings.address})")
+        print(f"(using the Temporal server already on {settings.address}; this demo did not start it, "
+              "so it keeps running when you leave)")
     try:
         seed_workspace(settings.workspace)
         backend = backend_from_env(settings)
         print(f"(model: {backend.description}; workspace: {settings.workspace.resolve()})")
         client = await (connect_when_ready(settings.address, settings.namespace) if server else connect(settings))
         async with build_worker(client, settings.task_queue, backend, settings.workspace):
-            return await Chat(client, settings.task_queue, session_id, by).run()
+            return await Chat(client, settings.task_queue, session_id, by, started_with="./demo.sh").run()
     finally:
         if server is not None:
             stop_dev_server(server)

@@ -33,7 +33,7 @@ from temporalio.api.workflowservice.v1 import CountWorkflowExecutionsRequest, Li
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from console.render import call_text
+from console.render import call_text, relative_deadline
 
 MEMO_KEY = "hitl_pending"
 WAITING = 'HitlState = "awaiting_human"'
@@ -71,6 +71,14 @@ class InboxItem(BaseModel):
     fields: list[dict[str, Any]] | None = None
     result: str | None = None  # a review's result, clipped in the memo
     deadline: datetime | None = None
+    # What a person needs to decide well (the workflow adds them to every pending item; absent on older sessions).
+    verified: bool = False  # who asked is proven (a verified session), not only asserted
+    led_by: str | None = None  # the user message the call followed
+    model_text: str | None = None  # what the model said before the call
+    description: str | None = None  # the tool's description
+    because: str | None = None  # why a person is needed
+    destructive: bool | None = None
+    remember_allowed: bool | None = None
 
     def claimed_by_someone_else(self, person: str, now: datetime) -> bool:
         """A live claim by another person; an expired one releases the item, memo or not."""
@@ -161,7 +169,7 @@ async def read_inbox(
             raise
         raise InboxUnavailable(
             f"this namespace lacks the sessions' search attributes ({error.message}); create them with "
-            "`temporal operator search-attribute create` (README, \"Finding waiting sessions on your own server\")"
+            "`temporal operator search-attribute create` (docs/production.md, \"Finding waiting sessions on your own server\")"
         ) from None
     for item in items:
         item.age_seconds = max(0.0, (now - item.requested_at).total_seconds())
@@ -246,14 +254,20 @@ def age_text(seconds: float) -> str:
     return f"{int(seconds)}s"
 
 
+COLUMNS = ("WAITING", "SESSION", "CALL", "KIND", "ASKED BY", "DUE", "WHAT")
+
+
 def render_inbox(inbox: Inbox, person: str | None = None) -> str:
-    """The plain-text inbox: one line per waiting call, oldest first."""
+    """The plain-text inbox: a header, then one line per waiting call, oldest first. ASKED BY says
+    whether who asked is proven (verified) or only what a caller said (asserted)."""
     if not inbox.items:
         whom = f" for {person}" if person else ""
         return f"nothing waits{whom} ({plural(inbox.waiting_sessions, 'waiting session')} looked at)"
-    lines = []
+    rows = []
     for item in inbox.items:
         extras = []
+        if item.destructive:
+            extras.append("destructive")
         if item.required_approvals > 1:
             extras.append(f"approvals {len(item.approvals)}/{item.required_approvals}")
         if item.approvers:
@@ -261,8 +275,13 @@ def render_inbox(inbox: Inbox, person: str | None = None) -> str:
         if item.claimed_by:
             extras.append(f"claimed by {item.claimed_by}")
         more = f"  [{'; '.join(extras)}]" if extras else ""
-        lines.append(f"{age_text(item.age_seconds):>4}  {item.session_id}  {item.call_id}  {item.kind:<8}  "
-                     f"{item.summary()}{more}")
+        who = f"{item.requested_by or 'unnamed'} ({'verified' if item.verified else 'asserted'})"
+        due = relative_deadline(item.deadline, inbox.read_at) if item.deadline else "-"
+        rows.append((age_text(item.age_seconds), item.session_id, item.call_id, item.kind, who, due,
+                     item.summary() + more))
+    widths = [max(len(row[i]) for row in [COLUMNS, *rows]) for i in range(len(COLUMNS) - 1)]
+    lines = ["  ".join([f"{cell:>{widths[0]}}" if i == 0 else f"{cell:<{widths[i]}}" for i, cell in enumerate(row[:-1])]
+                       + [row[-1]]) for row in [COLUMNS, *rows]]
     if not inbox.complete:
         lines.append(f"(the oldest {len(inbox.items)}, of {plural(inbox.waiting_sessions, 'waiting session')}; "
                      "--limit 0 shows them all)")

@@ -18,9 +18,11 @@ from typing import Any, TextIO
 
 from rich.console import Console
 from rich.progress import Progress, ProgressColumn, SpinnerColumn, Task, TextColumn
+from rich.markup import escape
 from rich.text import Text
 
 from console.events import SessionEvent
+from console.render import shown
 
 
 @dataclass
@@ -32,6 +34,7 @@ class Activity:
     step: int = 0
     tool: str | None = None  # the call being run or last settled, while the turn goes on
     doing: str = "thinking"
+    retrying: str | None = None  # "the model: retrying (attempt 3)", while a call keeps failing
     tools_by_call: dict[str, str] = field(default_factory=dict)
 
     def read_status(self, status: dict[str, Any]) -> None:
@@ -60,9 +63,16 @@ class Activity:
         return self.state == "running"
 
     def line(self) -> str:
+        if self.retrying:
+            return f"{self.retrying} · turn {self.turn}, step {self.step}"
         where = f"turn {self.turn}, step {self.step}" if self.turn else f"step {self.step}"
         last = f" · last tool {self.tool}" if self.tool and not self.doing.startswith("running") else ""
         return f"{self.doing} · {where}{last}"
+
+
+def spoken(line: str) -> str:
+    """The line with control characters shown (a tool's name is the server's choice), as rich markup text."""
+    return escape(shown(line))
 
 
 class SecondsColumn(ProgressColumn):
@@ -94,10 +104,10 @@ class WorkingIndicator:
         if self.progress is None:
             self.progress = Progress(SpinnerColumn(), TextColumn("[bold]agent[/bold] {task.description}"),
                                      SecondsColumn(), console=self.console, transient=True)
-            self.task = self.progress.add_task(activity.line(), total=None)
+            self.task = self.progress.add_task(spoken(activity.line()), total=None)
             self.progress.start()
         else:
-            self.progress.update(self.task, description=activity.line())
+            self.progress.update(self.task, description=spoken(activity.line()))
 
     def stop(self) -> None:
         if self.progress is not None:

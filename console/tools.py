@@ -14,9 +14,10 @@ import sys
 from typing import Any
 
 from activities.mcp import McpConfigError, toolbox_from_env
+from activities.mcp.sandbox import make_undumpable
 from activities.tools import CATALOG
 from catalog import SchemaToolSpec, ToolSpec
-from console.render import print_json
+from console.render import print_json, say
 from worker import load_tool_modules
 
 
@@ -28,11 +29,12 @@ def source_of(spec: ToolSpec) -> str:
 
 
 async def list_tools(as_json: bool) -> int:
+    make_undumpable()  # it starts the MCP servers too
     load_tool_modules()
     try:
         toolbox = toolbox_from_env()
     except McpConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
+        say(f"error: {error}", file=sys.stderr)
         return 2
     async with toolbox:
         rows: list[dict[str, Any]] = [
@@ -40,13 +42,16 @@ async def list_tools(as_json: bool) -> int:
             for spec in CATALOG.select(None)
         ]
         unreachable = [line for line in toolbox.describe() if "not reachable" in line]
+        warnings = toolbox.warning_lines()
     if as_json:
-        print_json({"tools": rows, "unreachable_servers": unreachable})
+        print_json({"tools": rows, "unreachable_servers": unreachable, "warnings": warnings})
         return 0
     name_width = max(len(row["name"]) for row in rows)
     approval_width = max(len(row["approval"]) for row in rows)
     for row in rows:
-        print(f"{row['name']:<{name_width}}  {row['approval']:<{approval_width}}  {row['source']}")
+        say(f"{row['name']:<{name_width}}  {row['approval']:<{approval_width}}  {row['source']}")
     for line in unreachable:
-        print(f"MCP server {line}: its tools are missing above")
+        say(f"MCP server {line}: its tools are missing above")
+    for line in warnings:
+        say(f"warning: {line}")
     return 0

@@ -17,7 +17,7 @@ from temporalio.service import RPCError
 
 from console.events import RESYNC, RPC, SessionEvent, follow_events
 from console.progress import Activity, WorkingIndicator
-from console.render import describe_item, render_status
+from console.render import describe_item, json_line, render_status, result_line, say
 
 STATUS_EVERY_SECONDS = 1.0
 
@@ -39,9 +39,9 @@ def describe_event(event: SessionEvent, tools_by_call: dict[str, str] | None = N
         text = (f"✓ {data.get('call_id')} approved by {data.get('by')}, "
                 f"{len(data.get('approvals') or [])} of {data.get('required_approvals')} approvals")
     elif event.type == "tool_result":
-        first = (str(data.get("content") or "").strip().splitlines() or [""])[0]
+        first = result_line(str(data.get("content") or "")).removesuffix(" …")
         tool = data.get("tool") or (tools_by_call or {}).get(data.get("call_id", "")) or "tool"
-        text = f"← {tool} ({data.get('call_id')}): {first[:200]}"
+        text = f"← {tool} ({data.get('call_id')}): {first}"
     elif event.type == "answer":
         text = f"Agent: {data.get('text')}"
     elif event.type == "message":
@@ -69,17 +69,17 @@ async def watch(client: Client, session_id: str, after: int = 0, as_json: bool =
             async for event in follow_events(client, session_id, after):
                 activity.read_event(event)
                 if as_json:
-                    print(json.dumps(event.model_dump(mode="json"), ensure_ascii=False), flush=True)
+                    print(json_line(event.model_dump(mode="json")), flush=True)
                 else:
-                    print(describe_event(event, activity.tools_by_call), flush=True)
+                    say(describe_event(event, activity.tools_by_call), flush=True)
                 if event.type == RESYNC and not as_json:
-                    print("\n".join("    " + line for line in render_status(await handle.query("status")).splitlines()))
+                    say("\n".join("    " + line for line in render_status(await handle.query("status")).splitlines()))
                 indicator.show(activity)
         finally:
             if poller is not None:
                 poller.cancel()
     if not as_json:
-        print(f"(session {session_id} closed)")
+        say(f"(session {session_id} closed)")
     return 0
 
 

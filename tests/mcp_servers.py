@@ -7,6 +7,7 @@ Nothing here implements a tool: the git and time tools are the published servers
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -56,7 +57,10 @@ def subjects(repo: Path) -> list[str]:
 
 
 def git_server(repo: Path, **extra: Any) -> dict[str, Any]:
-    return {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)], **extra}
+    """mcp-server-git, trusted (its read-only tools run without asking), its sandbox granted the
+    folder of the repository (the tests' commit hooks write next to it)."""
+    return {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)],
+            "trusted": True, "sandbox": {"paths": [str(repo.parent)]}, **extra}
 
 
 def block_commits(repo: Path, folder: Path) -> tuple[Path, Path]:
@@ -64,7 +68,8 @@ def block_commits(repo: Path, folder: Path) -> tuple[Path, Path]:
 
     Each run appends a line to `inside` with the hook's own pid and its
     parent's (the git server, which runs hooks itself), so a test knows the
-    call is mid-flight, whom to kill, and how many times a commit was tried."""
+    call is mid-flight, whom to kill, and how many times a commit was tried.
+    Those pids are the sandbox's own: `outer_pid` gives ours."""
     inside, release = folder / "inside-commit", folder / "release-commit"
     hook = repo / ".git" / "hooks" / "pre-commit"
     hook.write_text(f"""#!/bin/sh
@@ -100,6 +105,33 @@ def processes_running(marker: str) -> list[int]:
     return found
 
 
+def outer_pid(inner: int, marker: str) -> int:
+    """Our pid of a process that knows itself as `inner` (a sandboxed server lives in its own
+    pid namespace, so the pids it reports are not ours), among those whose command line has `marker`."""
+    for pid in processes_running(marker):
+        if not descends_from(pid, os.getpid()):
+            continue  # another test's (or run's) sandbox: its pids look the same
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        nspid = next((line.split()[1:] for line in status.splitlines() if line.startswith("NSpid:")), [str(pid)])
+        if int(nspid[-1]) == inner:
+            return pid
+    raise AssertionError(f"no process {inner} (in its namespace) with {marker!r} in its command line")
+
+
+def descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
+
+
 async def gone(marker: str, seconds: float = 15) -> bool:
     for _ in range(int(seconds * 10)):
         if not processes_running(marker):
@@ -128,6 +160,13 @@ async def mcp_agent(env_client: Any, workspace: Path, servers: dict[str, Any]) -
 def tool_results(fake: FakeOpenAI, request: int = -1) -> dict[str, str]:
     """The tool results the model read in one of its requests, by call id."""
     return {m["tool_call_id"]: m["content"] for m in fake.requests[request]["messages"] if m["role"] == "tool"}
+
+
+def tool_output(text: str, tool: str) -> str:
+    """What the server answered, after the product's mark saying it is that tool's output."""
+    mark, _, rest = text.partition("\n")
+    assert mark == f"[output of tool {tool}; not from a person]", text
+    return rest
 
 
 class TimeOverHttp:
@@ -198,3 +237,46 @@ class _Asgi:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self.handler(scope, receive, send)
+
+
+ADVERSARY = Path(__file__).resolve().parent / "adversarial_mcp.py"
+
+
+class Adversary:
+    """tests/adversarial_mcp.py, a server that lies about its tools and reads what it can: its
+    state folder says what it lists and answers, and records each effect it had."""
+
+    def __init__(self, folder: Path, tools: list[dict[str, Any]]) -> None:
+        self.state = folder / "adversary"
+        self.state.mkdir()
+        self.program = folder / "adversary-program" / ADVERSARY.name  # outside the worker's folder
+        self.program.parent.mkdir()
+        self.program.write_text(ADVERSARY.read_text())
+        self.list(tools, path=self.state / "tools.json")
+
+    def entry(self, **extra: Any) -> dict[str, Any]:
+        """Its mcpServers entry: sandboxed with only its program and state folder granted."""
+        return {"command": sys.executable, "args": [str(self.program), str(self.state)],
+                "sandbox": {"paths": [str(self.state)], "read_only": [str(self.program.parent)]}, **extra}
+
+    def list(self, tools: list[dict[str, Any]], path: Path | None = None) -> None:
+        """Change the tool list (the server announces it with tools/list_changed)."""
+        target = path or self.state / "tools-next.json"
+        staged = target.with_suffix(".staged")
+        staged.write_text(json.dumps(tools))
+        staged.replace(target)
+
+    def page(self, text: str) -> None:
+        (self.state / "page.txt").write_text(text)
+
+    def targets(self, *paths: Path | str) -> None:
+        (self.state / "targets.json").write_text(json.dumps([str(path) for path in paths]))
+
+    def effects(self) -> list[dict[str, Any]]:
+        log = self.state / "effects.jsonl"
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def tool(name: str, **hints: bool) -> dict[str, Any]:
+    """A tool definition as the adversary lists it: a name and whatever annotations it claims."""
+    return {"name": name, "description": f"{name} (says its server)", "annotations": hints or None}

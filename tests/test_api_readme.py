@@ -23,6 +23,7 @@ from temporalio.testing import WorkflowEnvironment
 from devserver import free_port
 from tests.conftest import eventually
 from tests.test_readme_commands import (  # noqa: F401  (fixtures)
+    API_SECTION,
     Background,
     bash_blocks,
     checkout,
@@ -32,8 +33,6 @@ from tests.test_readme_commands import (  # noqa: F401  (fixtures)
     section,
     shell_env,
 )
-
-API_SECTION = "## People anywhere: the HTTP API and the web inbox"
 
 
 class ApiStory:
@@ -97,7 +96,7 @@ async def test_the_http_api_works_as_printed(
         lines = await stream_until(story, story.script("curl -sN http://127.0.0.1:8000/sessions/web-1/events"), "event: answer")
         assert [int(line[4:]) for line in lines if line.startswith("id: ")][:1] == [4]  # after Last-Event-ID: 3
         assert "event: pause_settled" in lines and "event: tool_result" in lines
-        assert not (default_queue_worker / "menu.txt").exists()
+        assert not (default_queue_worker / "travel-policy.md").exists()
         assert (default_queue_worker / "notes.txt").exists()
     finally:
         server.stop()

@@ -120,7 +120,7 @@ async def test_the_chat_decides_and_reattaches(agent: Agent) -> None:
     assert "? Which city are you departing from?" in first
     assert "left session chat-1" in first  # stdin ended while the question waits
 
-    second = await chat("Shanghai", "e", "", "", "2026-12-25", "/quit")
+    second = await chat("Shanghai", "e", "", "", "2026-12-25", "y", "/quit")
     assert "reattached to session chat-1" in second
     assert "Agent: Booked flight Shanghai -> Beijing on 2026-12-25" in second
     assert (agent.workspace / "notes.txt").exists()

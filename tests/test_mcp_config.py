@@ -22,6 +22,10 @@ from tests.stack import run_product, run_starter
     ({"mcpServers": {"g it": {"command": "x"}}}, "a server name is 1-40 letters, digits, _ or -"),
     ({"mcpServers": {"git": {"command": "x", "auto_approve": ["git_add"], "require_approval": ["git_add"]}}},
      "git_add cannot be in both auto_approve and require_approval"),
+    ({"mcpServers": {"git": {"command": "x", "sandbox": {"paths": ["repo"]}}}}, "sandbox paths must be absolute, not 'repo'"),
+    ({"mcpServers": {"git": {"command": "x", "cwd": "/srv", "sandbox": {"read_only": ["/opt"]}}}},
+     "cwd '/srv' is not inside a path the sandbox grants"),
+    ({"mcpServers": {"git": {"command": "x", "sandbox": {"path": ["/srv"]}}}}, "sandbox.SandboxGrant.path: Extra inputs"),
 ])
 def test_a_malformed_config_says_which_entry_and_why(document: object, reason: str) -> None:
     with pytest.raises(McpConfigError) as error:

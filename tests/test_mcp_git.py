@@ -16,7 +16,7 @@ from console.render import describe_item
 from settings import DATA_CONVERTER
 from tests.conftest import pending_items, query, refused_update, settled
 from tests.fake_openai import text, tool_calls
-from tests.mcp_servers import git_server, make_repo, mcp_agent, subjects, tool_results
+from tests.mcp_servers import git_server, make_repo, mcp_agent, subjects, tool_output, tool_results
 from worker import SANDBOX
 from workflows.agent import AgentWorkflow
 
@@ -44,7 +44,7 @@ async def test_read_only_tools_run_and_a_commit_runs_once_when_approved(env: Wor
         status = await settled(session)
         assert status["last_answer"] == "committed"
         assert subjects(repo) == ["Add notes", "first commit"]
-        assert tool_results(fake)["commit"].startswith("Changes committed successfully")
+        assert tool_output(tool_results(fake)["commit"], "mcp__git__git_commit").startswith("Changes committed successfully")
         assert [e["event"] for e in await query(session, "audit") if e["tool"] == "mcp__git__git_commit"] == ["requested", "approved"]
         assert toolbox.connections["git"].sessions_opened == 1  # one server process served every call
 

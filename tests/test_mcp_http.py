@@ -15,15 +15,15 @@ from activities.mcp import toolbox
 from activities.tools import CATALOG
 from tests.conftest import eventually, pending_items, query, settled
 from tests.fake_openai import text, tool_calls
-from tests.mcp_servers import TimeOverHttp, git_server, make_repo, mcp_agent, tool_results
+from tests.mcp_servers import TimeOverHttp, git_server, make_repo, mcp_agent, tool_output, tool_results
 
 
 async def test_two_servers_one_over_streamable_http(env: WorkflowEnvironment, workspace: Path, tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     async with TimeOverHttp() as time_server:
-        servers = {"git": git_server(repo), "time": {"url": time_server.url}}
+        servers = {"git": git_server(repo), "time": {"url": time_server.url, "trusted": True}}
         async with mcp_agent(env.client, workspace, servers) as (agent, fake, mcp):
-            assert mcp.describe() == ["git (stdio): 12 tools", "time (streamable HTTP): 2 tools"]
+            assert mcp.describe() == ["git (stdio, trusted, sandboxed): 12 tools", "time (streamable HTTP, trusted): 2 tools"]
             fake.script(
                 tool_calls(("now", "mcp__time__get_current_time", {"timezone": "Europe/Paris"}),
                            ("add", "mcp__git__git_add", {"repo_path": str(repo), "files": ["README"]})),
@@ -34,14 +34,14 @@ async def test_two_servers_one_over_streamable_http(env: WorkflowEnvironment, wo
             assert item["tool"] == "mcp__git__git_add"  # not read-only: it asks; get_current_time did not
             await session.execute_update("reject_update", {})
             await settled(session)
-            now = json.loads(tool_results(fake)["now"])
+            now = json.loads(tool_output(tool_results(fake)["now"], "mcp__time__get_current_time"))
             assert now["timezone"] == "Europe/Paris" and now["datetime"].endswith("+01:00")
 
 
 async def test_a_changed_tool_list_reaches_new_sessions(env: WorkflowEnvironment, workspace: Path) -> None:
     async with TimeOverHttp() as time_server:
         time_server.hidden.add("convert_time")
-        async with mcp_agent(env.client, workspace, {"time": {"url": time_server.url}}) as (agent, fake, _):
+        async with mcp_agent(env.client, workspace, {"time": {"url": time_server.url, "trusted": True}}) as (agent, fake, _):
             fake.script(text("hello"), text("hello again"), text("and again"))
             before = await agent.start("hi")
             await settled(before)
@@ -65,7 +65,7 @@ async def test_a_server_that_stays_down_is_an_error_the_model_reads(
 ) -> None:
     monkeypatch.setattr(toolbox, "READY_WAIT_SECONDS", 1.0)
     async with TimeOverHttp() as time_server:
-        async with mcp_agent(env.client, workspace, {"time": {"url": time_server.url}}) as (agent, fake, _):
+        async with mcp_agent(env.client, workspace, {"time": {"url": time_server.url, "trusted": True}}) as (agent, fake, _):
             await time_server.stop()  # the server goes away for good
             fake.script(tool_calls(("now", "mcp__time__get_current_time", {"timezone": "UTC"})), text("sorry"))
             session = await agent.start("what time is it?")

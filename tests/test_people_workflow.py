@@ -68,11 +68,13 @@ async def test_search_attributes_are_upserted_only_when_they_change(agent: Agent
     events = (await session.fetch_history()).events
     upserts = [e for e in events if e.HasField("upsert_workflow_search_attributes_event_attributes") and any(
         name.startswith("Hitl") for name in e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields)]
-    memos = [e for e in events if e.HasField("workflow_properties_modified_event_attributes")]
+    memos = [set(e.workflow_properties_modified_event_attributes.upserted_memo.fields) for e in events
+             if e.HasField("workflow_properties_modified_event_attributes")]
     # running (start), awaiting_human with the tool, running without it, idle
     shown = [dict(e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields) for e in upserts]
     assert len(upserts) == 4, [{k: v.data for k, v in fields.items()} for fields in shown]
-    assert len(memos) == 2  # the item appears, the item goes
+    assert memos.count({"hitl_session"}) == 1  # who the session belongs to, once as it starts
+    assert memos.count({"hitl_pending"}) == 2  # the item appears, the item goes
 
 
 async def test_a_claim_keeps_others_from_deciding_until_released(agent: Agent) -> None:
@@ -98,9 +100,20 @@ async def test_a_claim_expires_by_itself(agent: Agent) -> None:
     session = await agent.start("please delete notes.txt")
     [item] = await pending_items(session)
     await session.execute_update("claim_update", {"call_id": item["call_id"], "by": "ana", "for_seconds": 1})
-    await eventually(lambda: query(session, "status"), lambda s: True)
-    await asyncio.sleep(1.5)
-    await session.execute_update("reject_update", {"call_id": item["call_id"], "by": "bo", "reason": "expired"})
+    answers: list[Any] = []
+
+    async def reject_as_bo() -> Any:
+        """bo's rejection, refused while ana's claim holds (a refused Update leaves no trace in history)."""
+        try:
+            answers.append(await session.execute_update(
+                "reject_update", {"call_id": item["call_id"], "by": "bo", "reason": "expired"}))
+        except WorkflowUpdateFailedError as refused:
+            answers.append(str(refused.cause))
+        return answers[-1]
+
+    await eventually(reject_as_bo, lambda answer: isinstance(answer, dict))
+    assert all("claimed by ana" in answer for answer in answers[:-1])
+    assert answers[-1]["outcome"] == "rejected"
     await settled(session)
 
 
@@ -145,8 +158,14 @@ async def test_the_event_stream_tells_what_happened_in_order(agent: Agent) -> No
 # ------------------------------------------------------------ verified decisions
 
 
-def proof_for(key: Any, session_id: str, item: dict[str, Any], action: str, by: str, **overrides: Any) -> str:
-    fields = dict(session_id=session_id, call_id=item["call_id"], action=action, by=by, args_sha256=item["args_sha256"])
+def proof_for(key: Any, session: Any, item: dict[str, Any], action: str, by: str,
+              decision: dict[str, Any] | None = None, **overrides: Any) -> str:
+    """What the API signs: the session, the call, the verb, the arguments and the whole decision."""
+    from workflows.pauses import parse_decision
+
+    fields = dict(session_id=session if isinstance(session, str) else session.id, call_id=item["call_id"],
+                  action=action, by=by, args_sha256=item["args_sha256"],
+                  decision_sha256=parse_decision(action, dict(decision or {})).digest())
     fields.update(overrides)
     return sign_decision(key, "local", **fields)
 
@@ -186,14 +205,14 @@ async def test_a_forged_by_through_the_cli_is_refused_on_a_verified_session(
     refused = [e for e in await query(session, "audit") if e["event"] == "refused"]
     assert len(refused) == 2 and all("no proof" in e["reason"] for e in refused), refused
 
-    other = proof_for(signing_key, session.id, item, "approve", "ana", args_sha256=args_sha256({"path": "other.txt"}))
+    other = proof_for(signing_key, session, item, "approve", "ana", args_sha256=args_sha256({"path": "other.txt"}))
     assert re.search("other arguments", await refused_update(session, "approve_update", {"call_id": item["call_id"], "proof": other}))
-    stale = proof_for(signing_key, session.id, item, "approve", "ana", now=datetime.now(timezone.utc) - timedelta(hours=1))
+    stale = proof_for(signing_key, session, item, "approve", "ana", now=datetime.now(timezone.utc) - timedelta(hours=1))
     assert re.search("issued at", await refused_update(session, "approve_update", {"call_id": item["call_id"], "proof": stale}))
-    wrong_verb = proof_for(signing_key, session.id, item, "reject", "ana")
+    wrong_verb = proof_for(signing_key, session, item, "reject", "ana")
     assert re.search("not to approve", await refused_update(session, "approve_update", {"call_id": item["call_id"], "proof": wrong_verb}))
 
-    good = proof_for(signing_key, session.id, item, "approve", "ana")
+    good = proof_for(signing_key, session, item, "approve", "ana")
     result = await session.execute_update("approve_update", {"call_id": item["call_id"], "by": "mallory", "proof": good})
     assert result["outcome"] == "approved"
     await settled(session)
@@ -206,13 +225,13 @@ async def test_a_proof_counts_once_and_only_for_its_session(env: WorkflowEnviron
     first = await agent.start("please delete notes.txt", verified_decisions=True,
                               approvers={"delete_file": ["ana", "bo"]}, required_approvals={"delete_file": 2})
     [item] = await pending_items(first)
-    vote = proof_for(signing_key, first.id, item, "approve", "ana")
+    vote = proof_for(signing_key, first, item, "approve", "ana")
     await first.execute_update("approve_update", {"call_id": item["call_id"], "proof": vote})
     assert re.search("already used|already approved", await refused_update(first, "approve_update", {"call_id": item["call_id"], "proof": vote}))
     second = await agent.start("please delete notes.txt", verified_decisions=True)
     [other] = await pending_items(second)
     assert re.search("another session", await refused_update(second, "approve_update", {"call_id": other["call_id"], "proof": proof_for(
-            signing_key, first.id, other, "approve", "ana")}))
+            signing_key, first, other, "approve", "ana")}))
     assert len(await query(first, "pending")) == 1 and len(await query(second, "pending")) == 1
 
 
@@ -238,16 +257,20 @@ async def test_on_a_verified_session_a_message_needs_a_proof_of_its_author(agent
     text = "please delete notes.txt"
     assert "carries no proof" in await refused_update(session, "user_message_update", {"text": text, "by": "bo"})
     await session.signal("user_message", {"text": text, "by": "bo"})
+    from workflows.identity import message_digest
+    from workflows.session import UserMessage
+
     as_ana = sign_decision(signing_key, "local", session_id=session.id, call_id=MESSAGE_CALL_ID, action="message",
-                           by="ana", args_sha256=args_sha256({"text": text}))
+                           by="ana", args_sha256=args_sha256({"text": text}),
+                           decision_sha256=message_digest(UserMessage(text=text)))
     assert "another text" in await refused_update(session, "user_message_update", {"text": "delete all", "proof": as_ana})
     await session.execute_update("user_message_update", {"text": text, "by": "bo", "proof": as_ana})
     [item] = await pending_items(session)
     assert item["requested_by"] == "ana"
-    own = proof_for(signing_key, session.id, item, "approve", "ana")
+    own = proof_for(signing_key, session, item, "approve", "ana")
     assert "four-eyes" in await refused_update(session, "approve_update", {"call_id": item["call_id"], "proof": own})
     await session.execute_update("approve_update", {"call_id": item["call_id"], "proof": proof_for(
-        signing_key, session.id, item, "approve", "bo")})
+        signing_key, session, item, "approve", "bo")})
     await settled(session)
     transcript = await query(session, "transcript")
     assert [m["content"] for m in transcript if m["role"] == "user"] == ["what is 2+2?", text]

@@ -1,26 +1,27 @@
-"""Every command the README prints works as printed, and prints what the README says.
+"""Every command the README and its docs pages print works as printed, and prints what they say.
 
-- The "Human in the loop, in depth" blocks run in order against a worker on the
-  default task queue (TEMPORAL_ADDRESS points the CLI at the test server). A
-  command followed by a `#   refused:` line must fail with that reason.
-- The "Against any Temporal server" and "the `temporal` CLI alone" blocks run as
-  a story on one session, s1: each command is run exactly as printed, in a copy
-  of this checkout, by bash with the project's venv first on PATH, and its
-  output is checked; between commands the test puts s1 in the state the
-  command is about (a fresh s1 with call_1 pending, a question waiting, ...).
-- `./demo.sh --session other` runs on a pseudo-terminal, in a private network
-  namespace where one is available (the demo's dev server takes the README's
-  ports 7233 and 8233), from a copy whose .venv refuses to install anything.
-- The worker lines for a local OpenAI-compatible server and for your own tools
-  start, say what they loaded, and stop on SIGTERM.
+- The README's guided path ("A first hour") and the docs' blocks run in order, each command exactly
+  as printed, in a copy of this checkout, by bash with the project's venv first on PATH (and
+  `.venv` there, so `source .venv/bin/activate` works as printed); its output is checked. Every
+  example has its own session id, so the commands work one after the other: between two commands
+  the test only waits, as a person reading would, for the session to pause or answer.
+- A `#   refused: ...` line under a command says it must fail with that reason; a ```text block of
+  `$ command` lines and their output says what the command prints.
+- The "Human in the loop, in depth" blocks run in order against a worker on the default task queue.
+- `./demo.sh --session other` runs on a pseudo-terminal, in a private network namespace where one is
+  available (the demo's dev server takes the README's ports 7233 and 8233), from a copy whose .venv
+  refuses to install anything.
+- The worker lines for a local OpenAI-compatible server and for your own tools start, say what they
+  loaded, and stop on SIGTERM.
 
-`test_every_printed_command_is_run_or_excused` keeps this list honest: a command
-added to the README fails it until a test runs it or NOT_RUN says why not.
+`test_every_printed_command_is_run_or_excused` keeps this list honest: a command added to the README
+or a docs page fails it until a test runs it or NOT_RUN says why not. Links between the pages resolve.
 """
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import pty
@@ -29,8 +30,10 @@ import select
 import shlex
 import shutil
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -51,13 +54,23 @@ from worker import build_worker
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+# The README and the reference pages moved out of it: every command they print is run here.
+PAGES = [README, *(ROOT / "docs" / name for name in ("interface.md", "production.md", "evidence.md", "architecture.md"))]
+# Pages other work writes (the README links to them); a link to one is checked once it exists.
+WRITTEN_ELSEWHERE = {"docs/security.md"}
 VENV_BIN = Path(sys.executable).parent
 DEMO_COMMAND = "./demo.sh --session other"
+DEMO_HELP = "./demo.sh --help"
 LOCAL_MODEL_WORKER = "OPENAI_API_KEY=none OPENAI_BASE_URL=http://localhost:11434/v1 HITL_MODEL=qwen2.5:3b python worker.py"
 OWN_TOOLS_WORKER = "HITL_TOOL_MODULES=my_tools python worker.py"
+GUIDED_SECTION = "### 2. The same, piece by piece"
+DEMO_SECTION = "### 1. The demo"
 INBOX_SECTION = "## Who waits for whom: the inbox, and following a session live"
-API_SECTION = "## People anywhere: the HTTP API and the web inbox"  # run by tests/test_api_readme.py
-STORY_SECTIONS = ("## Against any Temporal server", "## Driving a session with the `temporal` CLI alone", INBOX_SECTION, API_SECTION)
+API_SECTION = "### 3. People anywhere: the web inbox and the HTTP API"  # run by tests/test_api_readme.py
+STORY_SECTIONS = (GUIDED_SECTION, "## Driving a session with the `temporal` CLI alone", INBOX_SECTION, API_SECTION)
+DEV_SERVER = ("temporal server start-dev --db-filename .hitl/server.db --search-attribute HitlState=Keyword "
+              "--search-attribute HitlPendingTools=KeywordList --search-attribute HitlWaitingSince=Datetime "
+              "--search-attribute HitlApprovers=KeywordList")
 MCP_TOOLS = "HITL_MCP_CONFIG=mcp.json python starter.py tools"
 MCP_WORKER = "HITL_MCP_CONFIG=mcp.json python worker.py"
 PUBLIC_KEY = "python decision_keys.py public"
@@ -70,6 +83,9 @@ NOT_RUN = {
     "python -m bench.load --sessions 10000": "minutes long; tests/test_load.py runs the same code with 1,000 sessions",
     "python -m bench.compare --sessions 30": "a benchmark of several minutes; it reports numbers, it checks nothing",
     "python starter.py chat": "the Docker section's chat; the same command with --session runs in the story",
+    DEV_SERVER: "a dev server on the README's port 7233; the tests start the same server (devserver.py) on their own "
+                "ports, and test_the_printed_dev_server_registers_what_the_sessions_need checks these flags",
+    "temporal server start-dev": "named in prose: the whole line printed above it is checked",
     "tail -f workspace/notifications.jsonl": "follows a file for ever; the escalation tests read the same notifications",
     "./demo.sh": "the same script as ./demo.sh --session other, which runs; `demo` is only the default session id",
     "temporal workflow cancel": "named in prose; test_recovery.py cancels a session through Temporal",
@@ -109,11 +125,32 @@ NOT_RUN = {
 
 # ------------------------------------------------------------------ the README's text
 
+def page_of(heading: str) -> Path:
+    found = [page for page in PAGES if f"\n{heading}\n" in page.read_text()]
+    assert len(found) == 1, f"{heading!r} is on {len(found)} pages: {found}"
+    return found[0]
+
+
 def section(start: str, end: str | None = None) -> str:
-    text = README.read_text()
-    begin = text.index(start)
-    finish = text.index(end, begin) if end else text.find("\n## ", begin + len(start))
-    return text[begin : finish if finish > 0 else len(text)]
+    """The text under a heading (on whichever page has it) up to `end`, or to the next heading of its
+    level or higher (outside code blocks, where `#` starts a comment)."""
+    text = page_of(start).read_text()
+    begin = text.index(f"\n{start}\n") + 1
+    if end:
+        return text[begin : text.index(end, begin)]
+    level = len(start) - len(start.lstrip("#"))
+    lines = text[begin:].splitlines(keepends=True)
+    fenced, taken = False, [lines[0]]
+    for line in lines[1:]:
+        fenced ^= line.startswith("```")
+        if not fenced and re.match(r"#{1,%d} " % level, line):
+            break
+        taken.append(line)
+    return "".join(taken)
+
+
+def all_pages() -> str:
+    return "\n".join(page.read_text() for page in PAGES)
 
 
 def command_lines(block: str) -> list[str]:
@@ -171,9 +208,27 @@ def blocks() -> list[list[tuple[str, list[str]]]]:
     return found
 
 
+def shown_outputs(text: str) -> dict[str, list[str]]:
+    """What ```text blocks of `$ command` lines say each command prints: {command: [lines]}."""
+    shown: dict[str, list[str]] = {}
+    for block in re.findall(r"```text\n(.*?)```", text, re.S):
+        lines: list[str] | None = None
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                lines = shown.setdefault(normalised(line[2:]), [])
+            elif lines is not None and line.strip():
+                lines.append(line)
+    return shown
+
+
+def squashed(line: str) -> str:
+    """A printed line, its columns' widths and a leading age (`4s`, `2m`: it is what it is now) aside."""
+    return re.sub(r"^\d+[smhd] ", "AGE ", " ".join(line.split()))
+
+
 def printed_commands() -> list[str]:
-    """Every command the README prints: in bash blocks, and in inline code that starts like a command."""
-    text = README.read_text()
+    """Every command the README and its pages print: in bash blocks, and in inline code that starts like a command."""
+    text = all_pages()
     commands = [c for block in bash_blocks(text) for c in command_lines(block)]
     commands += re.findall(r"`((?:\./\S+\.sh|python |temporal |docker |[A-Z_]+=\S+\s)[^`]*)`", text)
     return list(dict.fromkeys(normalised(c) for c in commands))
@@ -208,9 +263,10 @@ class Printed:
     """The commands of one README block, run one after the other, exactly as printed."""
 
     def __init__(self, heading: str, cwd: Path, address: str) -> None:
-        [block] = bash_blocks(section(heading))
         self.heading = heading
-        self.commands = command_lines(block)
+        self.annotated = [found for block in bash_blocks(section(heading)) for found in annotated_commands(block)]
+        self.commands = [command for command, _ in self.annotated]
+        self.shown = shown_outputs(section(heading))
         self.done = 0
         self.cwd = cwd
         self.env = shell_env(address)
@@ -218,19 +274,29 @@ class Printed:
     def take(self, expected: str) -> str:
         assert self.done < len(self.commands), f"{self.heading}: the test runs {expected!r}, the README no longer prints it"
         command = self.commands[self.done]
-        assert command.startswith(expected), (
+        assert " ".join(command.split()).startswith(" ".join(expected.split())), (
             f"{self.heading}: the README prints {command!r} where the test expects {expected!r}; update the story")
         self.done += 1
         return command
 
-    async def run(self, expected: str, status: int = 0) -> str:
+    async def run(self, expected: str, status: int | None = None) -> str:
+        """Run the next printed command; it must exit 0, or fail with the `#   refused:` reason printed
+        under it, and print every line a ```text block shows for it."""
+        notes = self.annotated[self.done][1]
         command = self.take(expected)
         completed = await asyncio.to_thread(
             subprocess.run, ["bash", "-c", command], cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
             capture_output=True, text=True, timeout=90,
         )
         output = completed.stdout + completed.stderr
-        assert completed.returncode == status, (command, completed.returncode, output)
+        refusal = next((note.split("refused:", 1)[1].strip() for note in notes if note.startswith("refused:")), None)
+        if refusal:
+            assert completed.returncode == 2 and f"refused: {refusal}" in output, (command, completed.returncode, output)
+        else:
+            assert completed.returncode == (status or 0), (command, completed.returncode, output)
+        printed = {squashed(line) for line in output.splitlines()}
+        for line in self.shown.get(normalised(command), []):
+            assert squashed(line) in printed, (command, f"the page shows {line!r}", output)
         return output
 
     def start(self, expected: str) -> Background:
@@ -338,148 +404,166 @@ def as_the_cli_prints(value: Any) -> str:
 
 # ------------------------------------------------------------------ the stories on s1
 
-async def test_the_starter_commands_work_as_printed(env: WorkflowEnvironment, checkout: Path) -> None:
+def with_the_venv(checkout: Path) -> None:
+    """The copy's .venv is the project's venv, as `./demo.sh` would have made it (so `source .venv/bin/activate` works)."""
+    (checkout / ".venv").symlink_to(VENV_BIN.parent, target_is_directory=True)
+
+
+async def waiting(client: Client, session_id: str, kind: str | None = None) -> dict[str, Any]:
+    """Once the session has paused (for a `kind` call) or answered: what a person sees before typing the next line."""
+    handle = client.get_workflow_handle(session_id)
+    status = await eventually(lambda: query(handle, "status"), lambda s: s["state"] in ("awaiting_human", "idle", "closed"))
+    if kind:
+        await pending_kind(handle, kind)
+    return status
+
+
+async def test_the_guided_path_works_as_printed(env: WorkflowEnvironment, checkout: Path) -> None:
     client = env.client
-    seed_workspace(checkout / "workspace")
-    s1 = await fresh_session(client, "s1")
+    seed_workspace(checkout / "workspace")  # as the demo left it
+    with_the_venv(checkout)
+    ids = ["tour-1", "tour-2", "tour-3", "tour-4"]
+    for session_id in ids:
+        await fresh_session(client, session_id)
     since = datetime.now(timezone.utc)
-    printed = Printed(STORY_SECTIONS[0], checkout, client.service_client.config.target_host)
+    printed = Printed(GUIDED_SECTION, checkout, client.service_client.config.target_host)
+    await printed.run("source .venv/bin/activate")
+    printed.take(DEV_SERVER)  # the test's own server stands in for it (TEMPORAL_ADDRESS)
+    await printed.run("source .venv/bin/activate")
     worker = printed.start("python worker.py")
     try:
         await worker.says("worker: model: the built-in offline model")
-        await story_with_starter(printed, client, s1, checkout / "workspace")
+        await guided_path(printed, client, checkout / "workspace")
     finally:
-        await fresh_session(client, "s1")
+        for session_id in ids:
+            await fresh_session(client, session_id)
         await record_if_asked(client, "hitl-agent", since)
         assert worker.stop() == 0, worker.output()
     assert "worker: shutting down" in worker.output()
     printed.all_run()
 
 
-async def story_with_starter(printed: Printed, client: Client, s1: WorkflowHandle[Any, Any], workspace: Path) -> None:
-    out = await printed.run('python starter.py start "please delete notes.txt" --session s1')
-    assert out.strip() == "started session s1"
-    [item] = await pending_items(s1)
-    out = await printed.run("python starter.py pending s1")
-    assert item["call_id"] in out and "delete_file" in out and "notes.txt" in out, out
-    out = await printed.run("python starter.py approve s1 ")
-    assert "accepted=True" in out and "outcome=approved" in out, out
-    assert (await settled(s1))["last_answer"] == "Deleted notes.txt."
+async def guided_path(printed: Printed, client: Client, workspace: Path) -> None:
+    await printed.run("source .venv/bin/activate")
+    out = await printed.run('python starter.py start "please delete notes.txt" --session tour-1')
+    assert out.strip() == "started session tour-1"
+    await waiting(client, "tour-1", "approval")
+    out = await printed.run("python starter.py pending tour-1")
+    assert "call_1" in out and "asked by" in out and "due in 23 h" in out, out
+    await printed.run("python starter.py approve tour-1")
+    assert (await settled(client.get_workflow_handle("tour-1")))["last_answer"] == "Deleted notes.txt."
+    assert not (workspace / "notes.txt").exists()
 
-    # A fresh s1 whose first call, call_1, waits: approve it with edited arguments.
-    (workspace / "notes.txt").write_text("keep me\n")
-    (workspace / "old.txt").write_text("delete me\n")
-    s1 = await fresh_session(client, "s1", "please delete notes.txt")
-    assert (await pending_kind(s1, "approval"))["call_id"] == "call_1"
-    out = await printed.run("python starter.py approve s1 --call call_1 --args")
-    assert "outcome=edited" in out, out
-    await settled(s1)
-    assert (workspace / "notes.txt").exists() and not (workspace / "old.txt").exists()
+    await printed.run("python starter.py start \"please delete travel-policy.md\" --session tour-2 --by ana")
+    await waiting(client, "tour-2", "approval")
+    await printed.run("python starter.py approve tour-2 --args")
+    await settled(client.get_workflow_handle("tour-2"))
+    assert (workspace / "travel-policy.md").exists() and not (workspace / "menu.txt").exists()
 
-    await s1.signal("user_message", {"text": "please delete notes.txt"})
-    await pending_kind(s1, "approval")
-    out = await printed.run("python starter.py reject s1 --reason")
-    assert "outcome=rejected" in out, out
-    answer = (await settled(s1))["last_answer"]
-    assert "Rejected by ana; the tool did not run. Reason: keep it" in answer and (workspace / "notes.txt").exists()
-
-    await s1.signal("user_message", {"text": "book me a flight to Beijing"})
-    assert (await pending_kind(s1, "question"))["question"] == "Which city are you departing from?"
-    out = await printed.run("python starter.py answer s1 Shanghai")
+    await printed.run('python starter.py start "book me a flight to Beijing" --session tour-3 --by ana')
+    await waiting(client, "tour-3", "question")
+    out = await printed.run("python starter.py answer tour-3 Shanghai")
     assert "outcome=answered" in out, out
-    await eventually(lambda: query(s1, "pending"), lambda items: bool(items) and "date" in items[0].get("question", ""))
-    out = await printed.run('python starter.py send s1 "actually, search for invoices"')
-    assert "accepted=True" in out, out
-    status = await eventually(lambda: query(s1, "status"), lambda s: s["state"] == "idle" and "invoices" in s["last_answer"])
-    out = await printed.run("python starter.py status s1")
-    assert "state: idle" in out and f"last answer: {status['last_answer']}" in out, out
-    out = await printed.run('python starter.py cancel s1 --reason "wrong session"')
-    assert "accepted=True" in out, out
-    assert (await s1.result())["reason"] == "cancelled: wrong session"
+    await waiting(client, "tour-3", "question")
+    await printed.run('python starter.py answer tour-3 "next friday"')  # refused, as the page says
+    out = await printed.run("python starter.py answer tour-3 2026-12-24")
+    assert "outcome=answered" in out, out
+    await waiting(client, "tour-3", "approval")
+    await eventually(lambda: read_inbox(client), lambda inbox: any(item.session_id == "tour-3" for item in inbox.items))
+    out = await printed.run("python starter.py inbox")
+    assert re.search(r"^ *\d+[smhd]  tour-3 +call_3 +approval +ana \(asserted\) +in 23 h +book_flight", out, re.M), out
+    out = await printed.run("python starter.py reject tour-3")
+    assert "outcome=rejected" in out, out
+    answer = (await settled(client.get_workflow_handle("tour-3")))["last_answer"]
+    assert "Rejected by bob; the tool did not run. Reason: too expensive" in answer, answer
+    out = await printed.run("python starter.py status tour-3")
+    assert "state: idle" in out and "too expensive" in out, out
 
-    # The chat attaches to a waiting s1 and leaves it waiting when its input ends.
-    s1 = await fresh_session(client, "s1", "please delete notes.txt")
-    await pending_kind(s1, "approval")
-    out = await printed.run("python starter.py chat --session s1")
-    assert "(reattached to session s1)" in out and '⚠ delete_file(path="notes.txt") needs approval' in out, out
-    assert "(left session s1;" in out, out
-    out = await printed.run("python starter.py --json pending s1")
-    [shown] = json.loads(out)
-    assert (shown["kind"], shown["tool"], shown["args"]) == ("approval", "delete_file", {"path": "notes.txt"})
+    out = await printed.run("python starter.py chat --session tour-4")  # its input ends at once: it leaves
+    assert "(session tour-4;" in out and "(left session tour-4;" in out, out
 
 
 async def test_the_temporal_cli_alone_works_as_printed(
     env: WorkflowEnvironment, default_queue_worker: Path, tmp_path: Path
 ) -> None:
     client, workspace = env.client, default_queue_worker
-    s1 = await fresh_session(client, "s1")
+    ids = ["cli-1", "cli-2", "cli-3", "cli-4"]
+    for session_id in ids:
+        await fresh_session(client, session_id)
     printed = Printed(STORY_SECTIONS[1], tmp_path, client.service_client.config.target_host)
     try:
-        out = await printed.run("temporal workflow start --type AgentWorkflow")
-        assert "WorkflowId" in out and "s1" in out, out
-        await pending_kind(s1, "approval")
-        out = await printed.run("temporal workflow query --workflow-id s1 --name pending")
-        assert '"tool": "delete_file"' in out or "delete_file" in out, out
-        await printed.run("temporal workflow signal --workflow-id s1 --name approve")
-        assert (await settled(s1))["last_answer"] == "Deleted notes.txt."
+        out = await printed.run("temporal workflow start --type AgentWorkflow --task-queue hitl-agent --workflow-id cli-1")
+        assert "WorkflowId" in out and "cli-1" in out, out
+        await waiting(client, "cli-1", "approval")
+        out = await printed.run("temporal workflow query --workflow-id cli-1 --name pending")
+        assert "delete_file" in out, out
+        await printed.run("temporal workflow signal --workflow-id cli-1 --name approve")
+        assert (await settled(client.get_workflow_handle("cli-1")))["last_answer"] == "Deleted notes.txt."
 
-        (workspace / "notes.txt").write_text("keep me\n")
-        s1 = await fresh_session(client, "s1", "please delete notes.txt")
-        await pending_kind(s1, "approval")
-        await printed.run("temporal workflow signal --workflow-id s1 --name reject")
-        assert "Reason: keep it" in (await settled(s1))["last_answer"] and (workspace / "notes.txt").exists()
+        await printed.run("temporal workflow start --type AgentWorkflow --task-queue hitl-agent --workflow-id cli-2")
+        await waiting(client, "cli-2", "approval")
+        await printed.run("temporal workflow signal --workflow-id cli-2 --name reject")
+        assert "Reason: keep it" in (await settled(client.get_workflow_handle("cli-2")))["last_answer"]
+        assert (workspace / "menu.txt").exists()
 
-        await s1.signal("user_message", {"text": "book me a flight to Beijing"})
-        await pending_kind(s1, "question")
-        await printed.run("temporal workflow signal --workflow-id s1 --name answer")
-        await eventually(lambda: query(s1, "pending"), lambda items: bool(items) and "date" in items[0].get("question", ""))
-        await printed.run("temporal workflow signal --workflow-id s1 --name user_message")
-        await eventually(lambda: query(s1, "status"), lambda s: s["state"] == "idle" and "invoices" in s["last_answer"])
-        out = await printed.run("temporal workflow query --workflow-id s1 --name status")
+        await printed.run("temporal workflow start --type AgentWorkflow --task-queue hitl-agent --workflow-id cli-3")
+        await waiting(client, "cli-3", "question")
+        await printed.run("temporal workflow signal --workflow-id cli-3 --name answer")
+        cli_3 = client.get_workflow_handle("cli-3")
+        await eventually(lambda: query(cli_3, "pending"), lambda items: bool(items) and "date" in items[0].get("question", ""))
+        await printed.run("temporal workflow signal --workflow-id cli-3 --name user_message")
+        await eventually(lambda: query(cli_3, "status"), lambda s: s["state"] == "idle" and "invoices" in s["last_answer"])
+        out = await printed.run("temporal workflow query --workflow-id cli-3 --name status")
         assert '"idle"' in out and "invoices" in out, out
-        out = await printed.run("temporal workflow query --workflow-id s1 --name transcript")
+        out = await printed.run("temporal workflow query --workflow-id cli-3 --name transcript")
         assert "search for invoices" in out and "Shanghai" in out, out
 
-        s1 = await fresh_session(client, "s1", "please delete notes.txt")
-        assert (await pending_kind(s1, "approval"))["call_id"] == "call_1"
-        out = await printed.run("temporal workflow update execute --workflow-id s1 --name approve_update")
+        await printed.run("temporal workflow start --type AgentWorkflow --task-queue hitl-agent --workflow-id cli-4")
+        await waiting(client, "cli-4", "approval")
+        out = await printed.run("temporal workflow update execute --workflow-id cli-4 --name approve_update")
         assert "approved" in out, out
-        await settled(s1)
-        await printed.run("temporal workflow signal --workflow-id s1 --name cancel")
-        assert (await s1.result())["reason"] == "cancelled: done"
+        cli_4 = client.get_workflow_handle("cli-4")
+        await settled(cli_4)
+        await printed.run("temporal workflow signal --workflow-id cli-4 --name cancel")
+        assert (await cli_4.result())["reason"] == "cancelled: done"
     finally:
-        await fresh_session(client, "s1")
+        for session_id in ids:
+            await fresh_session(client, session_id)
     printed.all_run()
 
 
 async def test_the_inbox_and_watch_work_as_printed(env: WorkflowEnvironment, default_queue_worker: Path, checkout: Path) -> None:
     client = env.client
-    s1 = await fresh_session(client, "s1", "please delete notes.txt")
+    await fresh_session(client, "watch-1")
     printed = Printed(INBOX_SECTION, checkout, client.service_client.config.target_host)
     try:
+        await printed.run('python starter.py start "please delete notes.txt" --session watch-1')
+        s1 = client.get_workflow_handle("watch-1")
         await pending_kind(s1, "approval")
         # Visibility follows the session by a moment; the commands below each run once.
-        await eventually(lambda: read_inbox(client), lambda inbox: any(item.session_id == "s1" for item in inbox.items))
+        await eventually(lambda: read_inbox(client), lambda inbox: any(item.session_id == "watch-1" for item in inbox.items))
         out = await printed.run("python starter.py inbox")
-        assert re.search(r'^ *\d+[smhd]  s1  call_1  approval  delete_file\(path="notes.txt"\)$', out, re.M), out
+        assert re.search(r"^ *WAITING  SESSION +CALL +KIND +ASKED BY +DUE +WHAT$", out, re.M), out
+        assert re.search(r'^ *\d+[smhd]  watch-1 +call_1 +approval +unnamed \(asserted\) +in 23 h +delete_file\(path="notes.txt"\)$',
+                         out, re.M), out
         out = await printed.run("python starter.py inbox --for ana")
-        assert re.search(r"  s1  call_1  approval  ", out), out
+        assert re.search(r"  watch-1 +call_1 +approval  ", out), out
         out = await printed.run("python starter.py inbox --for ana --json")
-        [row] = [row for row in json.loads(out) if row["session_id"] == "s1"]
+        [row] = [row for row in json.loads(out) if row["session_id"] == "watch-1"]
         assert (row["call_id"], row["kind"], row["tool"], row["args"]) == ("call_1", "approval", "delete_file", {"path": "notes.txt"})
         out = await printed.run("temporal workflow list --query")
-        assert re.search(r"\bs1\b.*AgentWorkflow", out), out
+        assert re.search(r"\bwatch-1\b.*AgentWorkflow", out), out
 
-        watch = printed.start("python starter.py watch s1")
+        watch = printed.start("python starter.py watch watch-1")
         await watch.says('delete_file(path="notes.txt") needs approval  call_id=call_1')
         await s1.execute_update("approve_update", {"by": "ana"})
         await watch.says("Agent: Deleted notes.txt.")
         await s1.execute_update("cancel_update", {"reason": "done"})
-        await watch.says("(session s1 closed)")
+        await watch.says("(session watch-1 closed)")
         assert await asyncio.to_thread(watch.process.wait, 30) == 0, watch.output()
         assert "call_1 approved by ana" in watch.output()
     finally:
-        await fresh_session(client, "s1")
+        await fresh_session(client, "watch-1")
     printed.all_run()
 
 
@@ -490,8 +574,8 @@ async def test_the_inbox_and_watch_work_as_printed(env: WorkflowEnvironment, def
     (OWN_TOOLS_WORKER, "extra tools from ['my_tools']"),
 ])
 async def test_a_worker_line_starts_as_printed(env: WorkflowEnvironment, checkout: Path, command: str, says: str) -> None:
-    assert command in README.read_text()
-    my_tools = re.search(r"```python\n# my_tools\.py\n(.*?)```", README.read_text(), re.S)
+    assert command in all_pages()
+    my_tools = re.search(r"```python\n# my_tools\.py\n(.*?)```", all_pages(), re.S)
     assert my_tools, "the README's my_tools.py example"
     (checkout / "my_tools.py").write_text(my_tools.group(1))
     worker = Background(command, checkout, shell_env(env.client.service_client.config.target_host))
@@ -509,10 +593,12 @@ async def test_a_worker_line_starts_as_printed(env: WorkflowEnvironment, checkou
 async def test_the_mcp_commands_work_as_printed(env: WorkflowEnvironment, checkout: Path) -> None:
     """The README's mcp.json in a git checkout: `starter.py tools` lists the git server's tools with
     their policies and says the unreachable one is missing; the worker starts it and stops it."""
-    config = re.search(r"```json\n(\{\"mcpServers\".*?)```", README.read_text(), re.S)
-    assert config and MCP_TOOLS in README.read_text() and MCP_WORKER in README.read_text()
-    (checkout / "mcp.json").write_text(config.group(1))
-    subprocess.run(["git", "init", "-q"], cwd=checkout, check=True)  # the config's `--repository .`
+    config = re.search(r"```json\n(\{\"mcpServers\".*?)```", all_pages(), re.S)
+    assert config and MCP_TOOLS in all_pages() and MCP_WORKER in all_pages()
+    repo = checkout.parent / "repo"  # the config's /srv/repo: outside the worker's folder, granted to the sandbox
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    (checkout / "mcp.json").write_text(config.group(1).replace("/srv/repo", str(repo)))
     listed = await asyncio.to_thread(subprocess.run, ["bash", "-c", MCP_TOOLS], cwd=checkout, env=shell_env(None),
                                      capture_output=True, text=True, timeout=90)
     assert listed.returncode == 0, listed.stdout + listed.stderr
@@ -521,11 +607,11 @@ async def test_the_mcp_commands_work_as_printed(env: WorkflowEnvironment, checko
     assert "runs without asking" in policy["mcp__git__git_status"]
     assert "auto_approve of MCP server git" in policy["mcp__git__git_add"]
     assert "needs approval (destructive)" in policy["mcp__git__git_reset"]
-    assert "MCP server docs (streamable HTTP): not reachable" in listed.stdout
+    assert "MCP server docs (streamable HTTP, untrusted): not reachable" in listed.stdout
 
     worker = Background(MCP_WORKER, checkout, shell_env(env.client.service_client.config.target_host))
     try:
-        await worker.says("worker: MCP server git (stdio): 12 tools")
+        await worker.says("worker: MCP server git (stdio, trusted, sandboxed): 12 tools")
         servers = [pid for pid in processes_running("mcp-server-git") if os.readlink(f"/proc/{pid}/cwd") == str(checkout)]
         assert servers, worker.output()
     finally:
@@ -573,12 +659,15 @@ class Terminal:
                 os.execvpe(argv[0], argv, env)
             finally:
                 os._exit(127)
+        # A terminal has a size (a pty starts with none, and rich would assume 80 columns).
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
         self.screen = ""
         self.exited = False
 
-    def read_until(self, text: str, timeout: float) -> str:
+    def read_until(self, text: str, timeout: float, after: int = 0) -> str:
+        """The screen once `text` shows (after position `after`)."""
         deadline = time.monotonic() + timeout
-        while text not in self.screen:
+        while text not in self.screen[after:]:
             remaining = deadline - time.monotonic()
             assert remaining > 0, f"{text!r} never appeared; the terminal shows:\n{self.screen}"
             if select.select([self.fd], [], [], min(remaining, 0.5))[0]:
@@ -587,7 +676,7 @@ class Terminal:
                 except OSError:  # the other side closed
                     chunk = b""
                 if not chunk:
-                    assert text in self.screen, f"{text!r} never appeared before the end:\n{self.screen}"
+                    assert text in self.screen[after:], f"{text!r} never appeared before the end:\n{self.screen}"
                 self.screen += chunk.decode(errors="replace")
         return self.screen
 
@@ -631,14 +720,20 @@ def run_demo(checkout: Path, prefix: list[str], keys: Iterator[tuple[str, str]])
         terminal.kill()
 
 
-def test_the_demo_starts_chats_and_leaves_on_ctrl_c_and_ctrl_d(checkout: Path) -> None:
-    assert DEMO_COMMAND in README.read_text()
+def demo_prefix() -> list[str]:
+    """How to run the demo here: in a private network namespace, or plainly when its ports are free."""
     prefix = private_network()
     if prefix is None:
         prefix = []
         busy = [port for port in (7233, 8233) if is_listening("127.0.0.1", port)]
         if busy:
             pytest.skip(f"no private network namespace here, and ports {busy} are taken (the demo needs them)")
+    return prefix
+
+
+def test_the_demo_starts_chats_and_leaves_on_ctrl_c_and_ctrl_d(checkout: Path) -> None:
+    assert DEMO_COMMAND in all_pages()
+    prefix = demo_prefix()
     venv_that_refuses_installs(checkout)
 
     status, screen = run_demo(checkout, prefix, iter([
@@ -663,6 +758,70 @@ def test_the_demo_starts_chats_and_leaves_on_ctrl_c_and_ctrl_d(checkout: Path) -
     assert not processes_in(checkout), "the demo stopped its dev server and worker"
 
 
+PROMPTS = ("You: ", "> ", "  reason: ", "  date (date, YYYY-MM-DD): ")
+
+
+def test_the_demo_prints_what_the_readme_shows(checkout: Path) -> None:
+    """The README's demo session, typed as printed on a real terminal: the demo prints every line it shows."""
+    [shown] = re.findall(r"```text\n(.*?)```", section(DEMO_SECTION), re.S)
+    prefix = demo_prefix()
+    venv_that_refuses_installs(checkout)
+    # A terminal 140 columns wide, as rich sees one (it takes a "dumb" one for 80 columns and wraps there).
+    terminal = Terminal([*prefix, "bash", "-c", DEMO_COMMAND], checkout, {**shell_env(None), "TERM": "xterm-256color"})
+    try:
+        typed_from = 0
+        for line in shown.splitlines():
+            prompt = next((p for p in PROMPTS if line.startswith(p) and len(line) > len(p)), None)
+            if prompt is None:
+                continue
+            terminal.read_until(prompt, timeout=90, after=typed_from)
+            typed_from = len(terminal.screen)
+            terminal.type(line[len(prompt):] + "\n")
+        terminal.read_until(shown.splitlines()[-1], timeout=90, after=typed_from)
+        terminal.type("\x04")
+        assert terminal.exit_status(timeout=60) == 0, terminal.screen
+    finally:
+        terminal.kill()
+    # The spinner line is erased (ESC[2K) and redrawn between printed lines: an erase ends a line too.
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", terminal.screen.replace("\x1b[2K", "\n"))
+    printed = {line.rstrip() for line in re.split(r"[\r\n]+", plain)}
+    missing = [line for line in shown.splitlines() if line.rstrip() not in printed]
+    assert not missing, f"the README shows lines the demo does not print: {missing}\n{terminal.screen}"
+
+
+def test_a_second_demo_in_the_same_folder_refuses_in_one_line(checkout: Path) -> None:
+    """Two demos would share one dev server and session, and the first one's Ctrl-C would stop the
+    server under the second: the second says so and stops, and the first goes on."""
+    prefix = demo_prefix()
+    venv_that_refuses_installs(checkout)
+    first = Terminal([*prefix, "bash", "-c", DEMO_COMMAND], checkout, {**shell_env(None), "TERM": "dumb"})
+    try:
+        first.read_until("You: ", timeout=90)
+        second = subprocess.run(["bash", "-c", DEMO_COMMAND], cwd=checkout, env=shell_env(None), stdin=subprocess.DEVNULL,
+                                capture_output=True, text=True, timeout=90)
+        assert second.returncode == 1, second.stdout + second.stderr
+        [line] = second.stderr.strip().splitlines()
+        assert line.startswith("error: another ./demo.sh is running from this folder (pid "), line
+        first.type("please delete notes.txt\n")
+        first.read_until('⚠ delete_file(path="notes.txt") needs approval', timeout=90)
+        first.type("\x04")
+        assert first.exit_status(timeout=60) == 0, first.screen
+    finally:
+        first.kill()
+    assert not processes_in(checkout)
+
+
+def test_demo_help_describes_its_options(checkout: Path) -> None:
+    venv_that_refuses_installs(checkout)
+    assert DEMO_HELP in all_pages()
+    shown = subprocess.run(["bash", "-c", DEMO_HELP], cwd=checkout, env=shell_env(None), stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=30)
+    assert shown.returncode == 0 and shown.stdout.startswith("usage: ./demo.sh [--session ID] [--by NAME]"), shown
+    for option in ("--session ID", "--by NAME", "OPENAI_API_KEY", "TEMPORAL_ADDRESS", "/help"):
+        assert option in shown.stdout, option
+    assert not (checkout / ".hitl").exists(), "--help starts nothing"
+
+
 def processes_in(folder: Path) -> list[str]:
     """Command lines of the processes still running in `folder` (a dev server left behind, say)."""
     found = []
@@ -678,7 +837,7 @@ def processes_in(folder: Path) -> list[str]:
 # ------------------------------------------------------------------ the list itself
 
 def test_every_printed_command_is_run_or_excused() -> None:
-    run_elsewhere = {DEMO_COMMAND, LOCAL_MODEL_WORKER, OWN_TOOLS_WORKER, MCP_TOOLS, MCP_WORKER, PUBLIC_KEY}
+    run_elsewhere = {DEMO_COMMAND, DEMO_HELP, LOCAL_MODEL_WORKER, OWN_TOOLS_WORKER, MCP_TOOLS, MCP_WORKER, PUBLIC_KEY}
     stories = [c for heading in STORY_SECTIONS for block in bash_blocks(section(heading)) for c in command_lines(block)]
     in_depth = [c for commands in blocks() for c, _ in commands]
     run = {normalised(c) for c in [*stories, *in_depth, *run_elsewhere]}
@@ -686,6 +845,51 @@ def test_every_printed_command_is_run_or_excused() -> None:
     assert not unaccounted, f"README commands no test runs (run them, or say in NOT_RUN why not): {unaccounted}"
     stale = [command for command in NOT_RUN if command not in printed_commands()]
     assert not stale, f"NOT_RUN lists commands the README no longer prints: {stale}"
+
+
+def test_the_printed_dev_server_registers_what_the_sessions_need() -> None:
+    from devserver import SEARCH_ATTRIBUTES
+
+    assert DEV_SERVER in printed_commands()
+    flags = shlex.split(DEV_SERVER)
+    registered = dict(flags[i + 1].split("=") for i, flag in enumerate(flags) if flag == "--search-attribute")
+    assert registered == SEARCH_ATTRIBUTES
+
+
+def test_every_link_between_the_pages_resolves() -> None:
+    def anchors(page: Path) -> set[str]:
+        text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+        return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in re.findall(r"(?m)^#+ (.*)$", text)}
+
+    broken = []
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if target.startswith(("http://", "https://")):
+                continue
+            name, _, anchor = target.partition("#")
+            linked = (page.parent / name).resolve() if name else page
+            if not linked.exists():
+                if str(linked.relative_to(ROOT)) not in WRITTEN_ELSEWHERE:
+                    broken.append(f"{page.name}: {target}")
+            elif anchor and anchor not in anchors(linked):
+                broken.append(f"{page.name}: {target}")
+    assert not broken, broken
+
+
+def test_the_readme_is_one_screen_and_a_guided_path() -> None:
+    """The first screen says what it is and gives the demo and the test command; the reference lives in docs/."""
+    text = README.read_text()
+    first_screen = "\n".join(text.splitlines()[:70])
+    assert "./demo.sh" in first_screen and "./test.sh" in first_screen
+    assert len(text.splitlines()) < 260, "the reference belongs in docs/"
+    for page in ("docs/interface.md", "docs/production.md", "docs/evidence.md", "docs/security.md", "docs/mcp.md"):
+        assert f"]({page}" in text, f"the README links {page}"
+
+
+def test_files_the_pages_ask_you_to_create_are_git_ignored(tmp_path: Path) -> None:
+    for name in ("tokens.json", "mcp.json", "my_tools.py", "temporal.toml", ".env", "workspace/notes.txt", ".hitl/server.db"):
+        ignored = subprocess.run(["git", "check-ignore", "-q", name], cwd=ROOT, capture_output=True)
+        assert ignored.returncode == 0, f"{name} would show in `git status` after following the README"
 
 
 def test_the_printed_public_key_is_the_one_that_verifies_the_apis_proofs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

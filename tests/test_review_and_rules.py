@@ -49,7 +49,8 @@ async def test_a_reviewer_can_replace_the_result(agent: Agent) -> None:
     result = await tool_result(session, item["call_id"])
     assert result.startswith("A person (ana) edited this result before you saw it.")
     assert "Lunch moved to 1pm." in result and "fixed the time" in result
-    assert [e["event"] for e in await query(session, "audit")] == ["requested", "edited"]
+    # the tool ran unasked (audited with the rule that let it), then a person reviewed its result
+    assert [e["event"] for e in await query(session, "audit")] == ["auto_approved", "requested", "edited"]
 
 
 async def test_a_rejected_result_tells_the_model_why(agent: Agent) -> None:

@@ -1,7 +1,10 @@
+
 """The same worker scales out: processes on one task queue share sessions, and
 when one dies the others take over its sessions within about a second."""
 
 from __future__ import annotations
+
+import pytest
 
 import asyncio
 import signal
@@ -12,21 +15,26 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+from activities.workspace_identity import without_workspace
 from bench.load import start_worker
 from bench.sticky import approval_wait, until_polling
 from tests.conftest import pending_items, settled
 from tests.stack import Ran, run_product
+
+pytestmark = pytest.mark.system  # the product's own processes, or a server started, killed or proxied here
 from workflows.agent import AgentWorkflow
 
 SESSIONS = 10
 
 
 async def identities(handle: WorkflowHandle, kind: EventType.ValueType) -> list[str]:
-    """Which worker completed each workflow task (or started each activity) of a session, in order."""
+    """Which worker completed each workflow task (or started each activity) of a session, in order
+    (its configured identity, without the workspace it names)."""
     history = await handle.fetch_history()
     if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-        return [e.workflow_task_completed_event_attributes.identity for e in history.events if e.event_type == kind]
-    return [e.activity_task_started_event_attributes.identity for e in history.events if e.event_type == kind]
+        return [without_workspace(e.workflow_task_completed_event_attributes.identity)
+                for e in history.events if e.event_type == kind]
+    return [without_workspace(e.activity_task_started_event_attributes.identity) for e in history.events if e.event_type == kind]
 
 
 async def health_check(address: str, task_queue: str, identity: str) -> Ran:

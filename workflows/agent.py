@@ -16,6 +16,7 @@ what is new to the history.
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import datetime, timedelta
 from typing import Any, Awaitable, Callable
 
@@ -41,6 +42,7 @@ from workflows.handover import (
     shrink_to_fit,
 )
 from workflows.limits import (
+    MAX_ARGUMENT_BYTES,
     MAX_QUEUED_BYTES,
     MODEL_WINDOW_BYTES,
     RECORDED_BYTES,
@@ -64,8 +66,20 @@ from workflows.pauses import (
     deadline_after,
     parse_decision,
 )
-from workflows.planning import PlannedCall, plan_reply, with_unique_call_ids
-from workflows.requests import ConversationRef, ModelRequest, Notification, SessionFacts, ToolInvocation, VerdictRequest
+from workflows.patches import Behaviours
+from workflows.planning import PlannedCall, plan_reply, with_recorded_args, with_unique_call_ids
+from workflows.requests import (
+    ConversationRef,
+    FactsRequest,
+    Judgement,
+    JudgementRequest,
+    ModelRequest,
+    Notification,
+    Pin,
+    SessionFacts,
+    ToolInvocation,
+    VerdictRequest,
+)
 from workflows.rules import Grant, args_sha256, grant_from
 from workflows.session import (
     DEFAULT_SYSTEM_PROMPT,
@@ -109,22 +123,13 @@ NOTIFY_CALL = dict(
     start_to_close_timeout=timedelta(seconds=30),
     retry_policy=RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(minutes=1)),
 )
-# Sessions recorded before this change continue as new only between turns;
-# the marker lets their histories replay unchanged.
-HAND_OVER_ANYWHERE = "continue-as-new-inside-turns-and-pauses"
-# Sessions closed before this change may have ended with a notification in flight.
-CLOSE_AFTER_NOTIFICATIONS = "close-after-notifications"
-# Sessions started before this change publish no search attributes and know no proofs.
-PUBLISH_AND_VERIFY = "search-attributes-claims-verified-decisions"
-# Sessions started before this change checked edited arguments against MCP schemas' regexes in
-# the workflow (see catalog/schema_tools.py, without_regexes).
-EDITS_WITHOUT_REGEXES = "edited-arguments-without-schema-regexes"
-# Sessions started before this change took the catalog's verdict from the model activity's result,
-# which anyone who reaches the frontend can complete in its place (see judge_calls).
-VERDICTS_BY_LOCAL_ACTIVITY = "catalog-verdicts-by-local-activity"
-# Runs that trust the model activity's "run" only for tools the local activity already
-# judged auto-run in this run (a local activity marker a step kept steps over 2 KB).
-VERDICTS_CACHED_PER_RUN = "catalog-verdicts-cached-per-run"
+SESSION_MEMO = "hitl_session"
+PINS_KEPT = 500
+RESULTS_KEPT = 50
+# How long a worker's "run" for a tool whose verdict no argument changes is reused without asking
+# the worker again: a changed policy file applies within this long. Each reuse saves a marker.
+VERDICT_REUSE = timedelta(seconds=60)
+CLAIM_SECONDS_AT_MOST = 3600.0  # a claim keeps others out of a decision: for an hour at most
 # Past these the session stops waiting for people rather than be ended by Temporal.
 HISTORY_EVENTS_CRITICAL = 45_000
 HISTORY_BYTES_CRITICAL = 40_000_000
@@ -133,7 +138,6 @@ PAGE_BYTES = 1_500_000  # a query answer stays below Temporal's 2 MB
 # Temporal admits 10 Updates in flight per workflow; waiters beyond this many answer the oldest
 # at once, so callers that wait for ever (an `after_event` nobody reaches) leave room for decisions.
 MAX_WAITERS = 4
-WAITERS_BOUNDED = "wait-until-settled-bounded"
 AUDIT_EVENT: dict[Outcome, str] = {
     "approved": "approved", "edited": "edited", "rejected": "rejected", "declined": "rejected",
     "answered": "answered", "timed_out": "timed_out", "moved_on": "cancelled", "cancelled": "cancelled",
@@ -198,6 +202,12 @@ class AgentWorkflow:
         self.verdicts_cached = True  # likewise, VERDICTS_CACHED_PER_RUN
         # The local activity's verdict (arguments aside) on tools it said run without asking, this run.
         self.judged_auto_run: dict[str, dict[str, Any]] = {}
+        self.authorized = True  # likewise, AUTHORIZATION_MODEL
+        self.behaviours = Behaviours()
+        self.pins: dict[str, Pin] = {}  # tools' definitions as this session first saw them
+        self.results_this_turn: list[tuple[str, str]] = []  # (tool, call id) whose output entered this turn
+        self.reset_seen = False  # set by Temporal's new random seed: the run was reset here
+        self.reusable_runs: dict[str, tuple[dict[str, Any], datetime]] = {}  # tool -> (verdict, judged at)
         if carried is not None:
             self.resume(carried)
 
@@ -227,15 +237,19 @@ class AgentWorkflow:
     async def run(self, request: RawValue = None) -> SessionSummary:  # type: ignore[assignment]
         if self.setup_error:
             raise ApplicationError(self.setup_error, type="InvalidSessionInput", non_retryable=True)
-        self.hands_over_anywhere = workflow.patched(HAND_OVER_ANYWHERE)
-        # Asked before any local activity: a replay must meet the markers in the order they were made.
-        publishes_and_verifies = workflow.patched(PUBLISH_AND_VERIFY)
-        self.edit_regexes = not workflow.patched(EDITS_WITHOUT_REGEXES)
-        self.verdicts_locally = workflow.patched(VERDICTS_BY_LOCAL_ACTIVITY)
-        self.verdicts_cached = workflow.patched(VERDICTS_CACHED_PER_RUN)
+        self.behaviours = behaviours = Behaviours.at_run_start()  # see workflows/patches.py
+        self.hands_over_anywhere = behaviours.hands_over_anywhere
+        self.edit_regexes = not behaviours.edits_without_regexes
+        self.verdicts_locally = behaviours.verdicts_by_local_activity
+        self.verdicts_cached = behaviours.verdicts_cached_per_run
+        self.authorized = behaviours.authorization_model
+        if self.authorized:
+            self.verifier.bound = True
+            workflow.register_random_seed_callback(self.on_reset)
+            asyncio.ensure_future(self.watch_for_resets())
         if self.hands_over_anywhere and workflow.info().continued_run_id is None:
             await self.check_tool_names()
-        if publishes_and_verifies:
+        if behaviours.publishes_and_verifies:
             await self.learn_environment()
         try:
             if self.in_turn:  # this run continues a turn the previous run was in
@@ -253,7 +267,7 @@ class AgentWorkflow:
         run ends. An activity that completes while the closing task is in flight makes Temporal
         fail that task (UnhandledCommand), which aborts any Update it carried: a person's cancel
         would come back as an error."""
-        if workflow.patched(CLOSE_AFTER_NOTIFICATIONS):
+        if self.behaviours.closes_after_notifications():
             await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
         else:
             await workflow.wait_condition(workflow.all_handlers_finished)
@@ -262,10 +276,23 @@ class AgentWorkflow:
         """Which search attributes to publish and which keys sign decisions, as this run's
         worker knows them (recorded, so a replay sees the same). A verified session that
         no key could ever satisfy is refused at once rather than left waiting for ever."""
-        facts = await workflow.execute_local_activity(
-            "session_environment", self.config.verified_decisions, result_type=SessionFacts,
-            start_to_close_timeout=timedelta(seconds=10), summary="search attributes and decision keys",
-        )
+        if self.authorized:
+            facts = await workflow.execute_local_activity(
+                "session_facts", FactsRequest(
+                    verified_decisions=self.config.verified_decisions,
+                    rules=self.config.model_dump(include={*RULE_FIELDS, "verified_decisions", "escalate_to", "by"}),
+                ),
+                result_type=SessionFacts, start_to_close_timeout=timedelta(seconds=10),
+                summary="search attributes, decision keys and the operator's policy",
+            )
+        else:
+            facts = await workflow.execute_local_activity(
+                "session_environment", self.config.verified_decisions, result_type=SessionFacts,
+                start_to_close_timeout=timedelta(seconds=10), summary="search attributes and decision keys",
+            )
+        if facts.policy_problems:
+            raise ApplicationError(f"invalid session input: {'; '.join(facts.policy_problems)}",
+                                   type="InvalidSessionInput", non_retryable=True)
         if facts.trusted_keys:
             self.verifier.trusted_keys = facts.trusted_keys
         if self.verifier.required and not self.verifier.trusted_keys:
@@ -276,6 +303,20 @@ class AgentWorkflow:
             )
         self.publisher.start(facts.registered_search_attributes)
         self.publish()
+        if self.authorized:
+            self.publish_who()
+
+    def publish_who(self) -> None:
+        """Who the session belongs to, in its memo: the API decides who may read a session from
+        this without a query (a query of a closed session replays its whole history)."""
+        who = {"owner": self.config.by, "participants": self.config.participants,
+               "verified": self.config.verified_decisions}
+        try:
+            current = workflow.memo_value(SESSION_MEMO, default=None)
+        except Exception:
+            current = None
+        if current != who:
+            workflow.upsert_memo({SESSION_MEMO: who})
 
     async def check_tool_names(self) -> None:
         """Rules that name an unknown tool are refused, judged by the worker's catalog as the
@@ -320,6 +361,7 @@ class AgentWorkflow:
             self.turn += 1
             self.steps = 0
             self.error = None
+            self.results_this_turn = []
             self.take_in_messages()
         self.in_turn = True
         self.set_state("running")
@@ -422,6 +464,8 @@ class AgentWorkflow:
         for a person or refuse. So the model activity's verdict is taken as it is when every
         "run" in it names a tool the local activity already judged auto-run in this run; any
         other "run" is judged again. One marker per tool per run instead of one per step."""
+        if self.authorized:
+            return await self.judge_by_worker(reply)
         claimed = reply.catalog_plans or []
         if self.verdicts_cached and len(claimed) == len(reply.tool_calls) and all(
             plan.get("tool") == call.name and (plan.get("action") != "run" or verdict_of(plan) == self.judged_auto_run.get(call.name))
@@ -437,6 +481,45 @@ class AgentWorkflow:
             if plan.get("action") == "run" and plan.get("tool") == call.name:
                 self.judged_auto_run[call.name] = verdict_of(plan)
         return reply.model_copy(update={"catalog_plans": plans})
+
+    async def judge_by_worker(self, reply: ModelReply) -> ModelReply:
+        """Every reply's calls judged in this worker, each from its own arguments: the catalog,
+        the operator's policy (read now), the definitions this session pinned, and whether
+        untrusted output entered the turn. Nothing the model activity returned is taken."""
+        reused = self.reused_verdicts(reply)
+        if reused is not None:
+            return reply.model_copy(update={"catalog_plans": reused})
+        called = {call.name for call in reply.tool_calls}
+        judgement = await workflow.execute_local_activity(
+            "judge_calls", JudgementRequest(
+                reply=reply.model_copy(update={"catalog_plans": None}), tools=self.config.tools,
+                pins={tool: pin for tool, pin in self.pins.items() if tool in called},
+                results_this_turn=self.results_this_turn,
+            ),
+            result_type=Judgement, start_to_close_timeout=timedelta(seconds=30),
+            summary="judge the calls: catalog and operator's policy",
+        )
+        for tool, pin in judgement.new_pins.items():
+            if len(self.pins) < PINS_KEPT:
+                self.pins.setdefault(tool, pin)
+        for plan in judgement.plans:
+            if plan.get("reusable"):
+                self.reusable_runs[plan["tool"]] = ({k: v for k, v in plan.items() if k not in ("args", "args_as_sent")},
+                                                    workflow.now())
+        return reply.model_copy(update={"catalog_plans": with_recorded_args(judgement.plans, reply)})
+
+    def reused_verdicts(self, reply: ModelReply) -> list[dict[str, Any]] | None:
+        """The worker's recent "run" for every call of the reply, when each tool's verdict holds for
+        any arguments (the worker said so), with the call's own arguments; None to ask the worker.
+        Nothing here comes from the model activity; the tool activity checks the arguments again."""
+        plans, now = [], workflow.now()
+        for call in reply.tool_calls:
+            found = self.reusable_runs.get(call.name)
+            if found is None or now - found[1] > VERDICT_REUSE or utf8_size(call.function.arguments) > MAX_ARGUMENT_BYTES:
+                return None
+            plans.append({**found[0], "args_as_sent": True})
+        plans = with_recorded_args(plans, reply)
+        return plans if plans and all(isinstance(plan["args"], dict) for plan in plans) else None
 
     async def finish_step(self) -> None:
         """Settle every call of the step: wait for decisions, run what may run, wait for reviews.
@@ -474,6 +557,10 @@ class AgentWorkflow:
                 self.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args), by=grant.by, rule=grant.describe())
         elif plan.action == "run" and plan.policy:
             self.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args), rule=plan.policy)
+        elif plan.action == "run" and self.authorized:
+            self.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args),
+                        rule="the tool's own setting: it runs without asking"
+                        + ("; a person reviews its result" if plan.review else ""))
 
     async def outcome_of(self, plan: PlannedCall) -> ToolOutcome:
         cancelled = f"The session was cancelled ({self.cancel_reason}); the tool did not run."
@@ -501,6 +588,8 @@ class AgentWorkflow:
             )
         except ActivityError as error:
             return ToolOutcome(text=f"Error: {tool} failed: {failure_message(error)}")
+        if all(seen != tool for seen, _ in self.results_this_turn):  # the policy needs the first of each
+            self.results_this_turn = newest([*self.results_this_turn, (tool, call_id)], RESULTS_KEPT)
         return ToolOutcome(text=output, ran=True)
 
     def take_in_messages(self) -> None:
@@ -570,7 +659,8 @@ class AgentWorkflow:
             last_answer=self.last_answer, speaker=self.speaker, in_turn=self.in_turn, steps=self.steps,
             error=self.error, interrupt_requested=self.interrupt_requested, step=self.step, pauses=self.pauses,
             used_call_ids=self.used_call_ids, cancel_reason=self.cancel_reason, idle_until=self.idle_until,
-            events=self.event_log.carried(), verifier=self.verifier,
+            events=self.event_log.carried(), verifier=self.verifier, pins=self.pins,
+            results_this_turn=self.results_this_turn,
         )
 
     def resume(self, carried: CarriedState) -> None:
@@ -590,6 +680,7 @@ class AgentWorkflow:
         self.settled_event = self.event_log.last_id
         if carried.verifier is not None:
             self.verifier = carried.verifier
+        self.pins, self.results_this_turn = dict(carried.pins), list(carried.results_this_turn)
         if self.pauses.is_waiting():
             self.state = "awaiting_human"
         elif self.in_turn or self.inbox:
@@ -602,6 +693,12 @@ class AgentWorkflow:
     def request_person(self, kind: PauseKind, plan: PlannedCall, result: str | None = None) -> None:
         rules, now = self.config, workflow.now()
         decided_by_approvers = kind != "question"
+        approvers = rules.approvers_for(plan.tool) if decided_by_approvers else None
+        if decided_by_approvers and plan.approvers is not None:  # the operator's policy names who decides
+            approvers = [person for person in approvers or [] if person in plan.approvers] or plan.approvers
+        required = rules.approvals_needed(plan.tool) if kind == "approval" else 1
+        if kind == "approval" and plan.required_approvals:
+            required = max(required, plan.required_approvals)
         item = PendingCall(
             call_id=plan.call_id,
             kind=kind,
@@ -612,14 +709,16 @@ class AgentWorkflow:
             requested_at=now,
             deadline=deadline_after(now, self.timeouts()[kind]),
             requested_by=self.speaker,
-            approvers=rules.approvers_for(plan.tool) if decided_by_approvers else None,
-            required_approvals=rules.approvals_needed(plan.tool) if kind == "approval" else 1,
-            four_eyes=rules.four_eyes and decided_by_approvers,
+            approvers=approvers,
+            required_approvals=required,
+            four_eyes=(rules.four_eyes or bool(plan.four_eyes)) and decided_by_approvers,
             remind_at=deadline_after(now, rules.remind_after_seconds),
             escalate_at=deadline_after(now, rules.escalate_after_seconds) if decided_by_approvers else None,
             destructive=plan.destructive if kind == "approval" else None,
             input_schema=plan.input_schema if kind == "approval" else None,
         )
+        if self.authorized:
+            self.describe_for_the_person(item, plan)
         if kind == "question":
             question = question_of(plan.args)
             item.question = question.question
@@ -629,6 +728,19 @@ class AgentWorkflow:
         self.record("requested", item.call_id, item.tool, item.args_sha256, by=self.speaker, rule=kind)
         self.event_log.add("pause_opened", now, **compact_item(item, now))
         self.notify("requested", item)
+
+    def describe_for_the_person(self, item: PendingCall, plan: PlannedCall) -> None:
+        """What the person deciding needs beside the call: who asked (verified or asserted), what
+        led to it, what the model said, what the tool is, and why it waits for them."""
+        item.verified = self.config.verified_decisions
+        item.led_by, item.model_text = self.conversation.context_of(item.call_id, 1_000)
+        spec = CATALOG.get(item.tool)  # what the tool is, as the worker knows it now: shown, not judged
+        item.description = clip(spec.description, 500) if spec is not None else None
+        item.remember_allowed = False if plan.remember_allowed is False else None
+        item.because = {
+            "question": "the model asked a person",
+            "review": "a person reviews this tool's result before the model sees it",
+        }.get(item.kind, plan.because or plan.policy or "the tool needs approval")
 
     async def wait_for_people(self) -> None:
         """Wait until every open pause is settled: by a person, a message, a cancel or the clock."""
@@ -691,9 +803,12 @@ class AgentWorkflow:
     def grant_for(self, plan: PlannedCall) -> Grant | None:
         """A remembered approval that covers this call; under four-eyes, never its author's own request."""
         sha, now = args_sha256(plan.args), workflow.now()
+        if self.authorized and (plan.untrusted or plan.remember_allowed is False):
+            return None
         return next((
             grant for grant in self.grants
             if grant.covers(plan.tool, sha, now) and not (self.config.four_eyes and grant.by == self.speaker)
+            and (not self.authorized or grant.requested_by == self.speaker)
         ), None)
 
     def live_grants(self) -> list[Grant]:
@@ -834,7 +949,7 @@ class AgentWorkflow:
         self.waiters_seen += 1
         waiter = self.waiters_seen
         self.waiters.append(waiter)
-        if len(self.waiters) > MAX_WAITERS and workflow.patched(WAITERS_BOUNDED):
+        if len(self.waiters) > MAX_WAITERS and self.behaviours.bounds_waiters():
             self.waiters.pop(0)  # the oldest answers now, with the session as it is
         try:
             await workflow.wait_condition(
@@ -857,13 +972,32 @@ class AgentWorkflow:
 
     def refuse_if_closing(self) -> None:
         if self.state == "closed":
-            raise Refusal("the session is closed")
+            raise Refusal("the session is closed", code="conflict")
         if self.cancel_reason is not None:
-            raise Refusal("the session is being cancelled; no decision is accepted")
+            raise Refusal("the session is being cancelled; no decision is accepted", code="conflict")
 
     def proven(self, decision: DecisionBase) -> tuple[Any, SpentProof | None]:
         """On a verified session, the decision as its proof says it was made (see workflows/identity.py)."""
+        self.note_reset()
         return self.verifier.check(decision, workflow.info().workflow_id, self.pauses.open, workflow.now())
+
+    def on_reset(self, _seed: int) -> None:
+        """Temporal gives a run a new random seed exactly where it was reset, live and on every
+        replay alike: from there on no proof issued before the reset counts (Verifier.reset_at).
+        The callback runs outside the workflow's event loop, so the time is taken in it."""
+        self.reset_seen = True
+
+    async def watch_for_resets(self) -> None:
+        while True:
+            await workflow.wait_condition(lambda: self.reset_seen)
+            self.note_reset()
+
+    def note_reset(self) -> None:
+        """The moment of a reset, taken in the activation that carries it (a decision in the same
+        activation asks first)."""
+        if self.reset_seen:
+            self.reset_seen = False
+            self.verifier.reset_at = workflow.now()
 
     def decide(self, verb: str, payload: Any) -> tuple[Verdict, SpentProof | None]:
         """The one rule book for decisions, shared by signals and Update validators."""
@@ -880,6 +1014,8 @@ class AgentWorkflow:
         self.refuse_if_closing()
         request, proof = self.proven(parse_decision(verb, payload))
         now = workflow.now()
+        if self.authorized and isinstance(request, Claim) and request.for_seconds > CLAIM_SECONDS_AT_MOST:
+            raise Refusal(f"a claim lasts at most {CLAIM_SECONDS_AT_MOST:g} seconds; claim again when it runs out", code="invalid")
         verdict = self.pauses.claim(request, now) if isinstance(request, Claim) else self.pauses.release(request, now)
         return verdict, proof
 
@@ -913,25 +1049,27 @@ class AgentWorkflow:
         self.record_settlement(verdict)
         if verdict.remember is not None and verdict.run_with is not None:
             self.grants = newest([*self.live_grants(), grant_from(
-                verdict.remember, verdict.tool, args_sha256(verdict.run_with), verdict.by, verdict.call_id, workflow.now()
+                verdict.remember, verdict.tool, args_sha256(verdict.run_with), verdict.by, verdict.call_id, workflow.now(),
+                requested_by=verdict.requested_by,
             )], 100)
         return {"accepted": True, "call_id": verdict.call_id, "outcome": verdict.outcome}
 
     def parse_message(self, payload: Any) -> UserMessage:
         if self.state == "closed" or self.cancel_reason is not None:
-            raise Refusal("the session is closed")
+            raise Refusal("the session is closed", code="conflict")
         if isinstance(payload, str):
             payload = {"text": payload}
         try:
             message = UserMessage.model_validate(payload)
         except ValidationError as error:
-            raise Refusal(f"malformed user_message: {describe_validation_error(error)}") from None
+            raise Refusal(f"malformed user_message: {describe_validation_error(error)}", code="invalid") from None
         queued = sum(utf8_size(queued.text) for queued in self.inbox) + utf8_size(message.text)
         if queued > MAX_QUEUED_BYTES:
-            raise Refusal(f"{len(self.inbox)} messages already wait for the agent; send this one once they are taken in")
+            raise Refusal(f"{len(self.inbox)} messages already wait for the agent; send this one once they are taken in", code="conflict")
         return message
 
     def receive_message(self, payload: Any) -> dict[str, Any]:
+        self.note_reset()
         message, proof = self.verifier.check_message(self.parse_message(payload), workflow.info().workflow_id, workflow.now())
         self.verifier.spend(proof, workflow.now())
         self.inbox.append(message.model_copy(update={"proof": None}))
@@ -942,11 +1080,11 @@ class AgentWorkflow:
 
     def parse_cancel(self, payload: Any) -> CancelRequest:
         if self.state == "closed" or self.cancel_reason is not None:
-            raise Refusal("the session is already closed or closing")
+            raise Refusal("the session is already closed or closing", code="conflict")
         try:
             return CancelRequest.model_validate(payload if payload is not None else {})
         except ValidationError as error:
-            raise Refusal(f"malformed cancel: {describe_validation_error(error)}") from None
+            raise Refusal(f"malformed cancel: {describe_validation_error(error)}", code="invalid") from None
 
     def request_cancel(self, payload: Any) -> dict[str, Any]:
         self.cancel_reason = self.parse_cancel(payload).reason or "no reason given"
@@ -983,9 +1121,9 @@ class AgentWorkflow:
         except ProofRefusal:
             return  # accepted only to be refused by the handler, so that the attempt is audited
         except Refusal as refusal:
-            raise Refusal(clip(str(refusal), RECORDED_BYTES * 4)) from None
+            raise refused(clip(str(refusal), RECORDED_BYTES * 4), refusal.code) from None
         except Exception as error:
-            raise Refusal(f"internal error: {type(error).__name__}: {clip(str(error), RECORDED_BYTES)}") from None
+            raise refused(f"internal error: {type(error).__name__}: {clip(str(error), RECORDED_BYTES)}", "conflict") from None
 
     def update_or_fail(self, name: str, payload: RawValue, handle: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
         """Validators refuse most bad Updates before they are recorded; what reaches a handler and
@@ -996,11 +1134,11 @@ class AgentWorkflow:
             return handle(value)
         except Refusal as refusal:
             self.record_refusal(name, value, str(refusal))
-            raise ApplicationError(clip(str(refusal), RECORDED_BYTES * 4), type="Refusal", non_retryable=True) from None
+            raise refused(clip(str(refusal), RECORDED_BYTES * 4), refusal.code) from None
         except Exception as error:
             workflow.logger.exception("Update %s could not be handled", name)
             self.record_refusal(name, value, f"internal error: {type(error).__name__}")
-            raise ApplicationError(f"internal error: {type(error).__name__}", type="Refusal", non_retryable=True) from None
+            raise refused(f"internal error: {type(error).__name__}", "conflict") from None
 
     # ---------------------------------------------------------------- queries
 
@@ -1025,6 +1163,9 @@ class AgentWorkflow:
             "model": self.config.model,
             "closed_reason": self.closed_reason,
             "transcript_messages": self.message_offset + len(self.conversation.messages),
+            "owner": self.config.by,
+            "participants": self.config.participants,
+            "verified": self.config.verified_decisions,
         }
 
     @workflow.query
@@ -1112,7 +1253,8 @@ class AgentWorkflow:
                 self.settled_event = self.event_log.last_id
         self.state = state
         self.publish()
-        waiting = ", ".join(f"{item.kind} of {item.tool} ({item.call_id})" for item in self.pauses.open)
+        waiting = ", ".join(f"{item.kind} of {item.tool}({clip(canonical_json(item.args), 300)}) ({item.call_id})"
+                            for item in self.pauses.open)
         detail = {
             "running": f"running turn {self.turn}, step {self.steps}",
             "awaiting_human": f"waiting for people: {waiting}",
@@ -1161,17 +1303,26 @@ class AgentWorkflow:
         )
 
 
+def refused(reason: str, code: str) -> ApplicationError:
+    """An Update's refusal as its caller receives it: the reason, and the code in the details."""
+    return ApplicationError(reason, code, type="Refusal", non_retryable=True)
+
+
 def decoded(payload: RawValue | None | TooManyArguments) -> Any:
     """A raw payload as plain JSON values, or a Refusal that says what is wrong with it.
     None when nothing was sent (see workflows/arity.py)."""
     if payload is None:
         return None
     if not isinstance(payload, RawValue):  # TooManyArguments (made outside the sandbox: compared by what it is)
-        raise Refusal(f"malformed payload: {getattr(payload, 'count', 'several')} arguments were sent; send one JSON value")
+        raise Refusal(f"malformed payload: {getattr(payload, 'count', 'several')} arguments were sent; send one JSON value", code="invalid")
     try:
         return workflow.payload_converter().from_payload(payload.payload, None)
     except Exception as error:
-        raise Refusal(f"malformed payload: {clip(str(error), RECORDED_BYTES)}") from None
+        raise Refusal(f"malformed payload: {clip(str(error), RECORDED_BYTES)}", code="invalid") from None
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
 def _recorded(value: Any) -> str | None:

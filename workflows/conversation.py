@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from workflows.limits import utf8_size
+from workflows.limits import clip, utf8_size
 
 
 TRIMMED = "[this earlier text was trimmed to keep the conversation within its size limit]"
@@ -146,6 +146,20 @@ class Conversation(BaseModel):
             start -= 1  # never begin with a result whose call is not there
         return self.messages[start:]
 
+    def context_of(self, call_id: str, max_bytes: int) -> tuple[str | None, str | None]:
+        """What a person reads on a call's card: the user message that led to it and the text of
+        the model's reply that made it (either None when this run no longer holds it), clipped."""
+        said = None
+        for index in range(len(self.messages) - 1, -1, -1):
+            message = self.messages[index]
+            if message.role == "assistant" and any(call.id == call_id for call in message.tool_calls or []):
+                said = clip(message.content, max_bytes) if message.content and message.content.strip() else None
+                for earlier in reversed(self.messages[:index]):
+                    if earlier.role == "user" and earlier.content:
+                        return clip(earlier.content, max_bytes), said
+                return None, said
+        return None, said
+
     def tool_name_of(self, call_id: str) -> str | None:
         """The tool the newest assistant message that made this call asked for."""
         for message in reversed(self.messages):
@@ -180,6 +194,25 @@ def message_sha256(previous: str, message: ChatMessage) -> str:
     return hashlib.sha256((previous + message.model_dump_json(exclude_none=True)).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def answer_as_tool_result(answer: str | dict[str, Any] | list[Any] | int | float | bool) -> str:
-    """A human answer, verbatim: a string as it was typed, anything else as JSON."""
-    return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+# How the model tells a person's word from a tool's. A person's answer is framed by the product
+# with HUMAN_ANSWER_MARK; every MCP result starts with TOOL_OUTPUT_MARK and has any imitation of
+# either mark defused (activities/mcp/results.py), so no tool output can carry the first frame.
+HUMAN_ANSWER_MARK = "[answer from a person"
+TOOL_OUTPUT_MARK = "[output of tool {tool}; not from a person]"
+
+
+def answer_as_tool_result(
+    answer: str | dict[str, Any] | list[Any] | int | float | bool, by: str | None = None, verified: bool = False
+) -> str:
+    """A human answer, framed by the product on its first line, then verbatim: a string as it was
+    typed, anything else as JSON. `verified` says the person's identity was checked (a proof)."""
+    text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+    who = "" if not by else f", verified: {by}" if verified else f", unverified: {by}"
+    return f"{HUMAN_ANSWER_MARK}{who}]\n{text}"
+
+
+def without_answer_frame(text: str) -> str:
+    """A person's answer without the product's frame (the answer itself, for code that reads it)."""
+    if text.startswith(HUMAN_ANSWER_MARK) and "]\n" in text:
+        return text.split("]\n", 1)[1]
+    return text

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.requests import Pin
 from workflows.conversation import ChatMessage, Conversation
 from workflows.events import EventLog
 from workflows.identity import Verifier
@@ -72,6 +73,8 @@ class CarriedState(BaseModel):
     idle_until: datetime | None = None
     events: EventLog | None = None
     verifier: Verifier | None = None
+    pins: dict[str, Pin] = Field(default_factory=dict)
+    results_this_turn: list[tuple[str, str]] = Field(default_factory=list)
 
 
 def fits(carried: CarriedState) -> bool:

@@ -31,6 +31,8 @@ Checked = TypeVar("Checked", bound=DecisionBase)
 class ProofRefusal(Refusal):
     """A decision without a valid proof on a verified session: refused, and always audited."""
 
+    code = "conflict"
+
 
 class SpentProof(BaseModel):
     nonce: str
@@ -43,8 +45,15 @@ class Verifier(BaseModel):
     required: bool = False
     trusted_keys: dict[str, str] = Field(default_factory=dict)
     spent: list[SpentProof] = Field(default_factory=list)
+    # Proofs bind the whole decision (off for runs recorded before they did).
+    bound: bool = False
+    # When the session was last reset (`temporal workflow reset`): the proofs it had spent after
+    # the reset point are forgotten with that part of its history, so no proof issued before the
+    # reset counts after it. Pending calls wait for a new decision.
+    reset_at: datetime | None = None
 
-    def check(self, decision: Checked, session_id: str, items: Sequence[PendingCall], now: datetime) -> tuple[Checked, SpentProof | None]:
+    def check(self, decision: Checked, session_id: str, items: Sequence[PendingCall],
+              now: datetime) -> tuple[Checked, SpentProof | None]:
         """The decision as the proof says it was made (its person as `by`), or a ProofRefusal."""
         if not self.required:
             return decision, None
@@ -61,6 +70,7 @@ class Verifier(BaseModel):
             expected = args_sha256(edited) if edited is not None else item.args_sha256
             if claims.args_sha256 != expected:
                 raise ProofRefusal("the proof was made for other arguments than these")
+        self.refuse_unbound(claims, decision.digest())
         self.refuse_if_spent(claims.nonce, now)
         proven = decision.model_copy(update={"by": claims.by, "call_id": claims.call_id})
         return proven, SpentProof(nonce=claims.nonce, issued_at=claims.issued_at)
@@ -75,8 +85,22 @@ class Verifier(BaseModel):
             raise ProofRefusal("the proof was not made for a message to this session")
         if claims.args_sha256 != args_sha256({"text": message.text}):
             raise ProofRefusal("the proof was made for another text")
+        self.refuse_unbound(claims, message_digest(message))
         self.refuse_if_spent(claims.nonce, now)
         return message.model_copy(update={"by": claims.by}), SpentProof(nonce=claims.nonce, issued_at=claims.issued_at)
+
+    def refuse_unbound(self, claims: DecisionClaims, digest: str) -> None:
+        """A proof counts for the decision exactly as it was signed, and not across a reset."""
+        if not self.bound:
+            return
+        if self.reset_at is not None and claims.issued_at <= self.reset_at.timestamp():
+            raise ProofRefusal(f"the proof was issued before the session was reset ({self.reset_at.isoformat()}); "
+                               "decide again")
+        if claims.decision_sha256 is None:
+            raise ProofRefusal("the proof does not bind the whole decision; ask the API for a new one")
+        if claims.decision_sha256 != digest:
+            raise ProofRefusal("the proof was made for another decision: its comment, remember, result, reason, "
+                               "answer or arguments differ")
 
     def signed_claims(self, proof: str | None, what: str, now: datetime) -> DecisionClaims:
         """What a proof vouches for, if a trusted key signed it and it is fresh."""
@@ -107,3 +131,8 @@ class Verifier(BaseModel):
 def _horizon(now: datetime) -> float:
     """Proofs issued before this cannot pass as fresh any more (clocks may drift either way)."""
     return (now - 2 * FRESH_FOR - timedelta(minutes=1)).timestamp()
+
+
+def message_digest(message: UserMessage) -> str:
+    """What a message's proof binds besides its text's hash: everything the message does."""
+    return args_sha256({"verb": "message", **message.model_dump(mode="json", exclude={"proof", "by"})})

@@ -34,8 +34,21 @@ Outcome = Literal[
 ]
 
 
+RefusalCode = Literal["not_found", "forbidden", "conflict", "invalid"]
+
+
 class Refusal(Exception):
-    """A decision that matches no pending item or breaks a rule; it changes nothing."""
+    """A decision that matches no pending item or breaks a rule; it changes nothing.
+
+    `code` is what crosses the wire beside the reason (an Update's failure details), so a client
+    maps it to its own terms (the API: 404, 403, 409, 422) and never reads the English."""
+
+    code: RefusalCode = "conflict"
+
+    def __init__(self, reason: str, code: RefusalCode | None = None) -> None:
+        super().__init__(reason)
+        if code is not None:
+            self.code = code
 
 
 class PendingCall(BaseModel):
@@ -71,6 +84,13 @@ class PendingCall(BaseModel):
     destructive: bool | None = None
     # The JSON schema the call was planned with, for tools whose schema lives outside this code.
     input_schema: dict[str, Any] | None = None
+    # What the person deciding should see beside the call (INTERFACE.md, the approver's card).
+    verified: bool | None = None  # are identities on this session verified (or only asserted)?
+    led_by: str | None = None  # the user message the call followed
+    model_text: str | None = None  # what the model said in the reply that made the call
+    description: str | None = None  # the tool's own description
+    because: str | None = None  # why a person is needed: the rule or policy line
+    remember_allowed: bool | None = None  # False when the operator's policy forbids remembering it
 
     def view(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True, exclude={"input_schema"})
@@ -88,11 +108,19 @@ class DecisionBase(BaseModel):
     """What every decision says: which call, who, what the person saw, and on verified sessions a proof."""
 
     model_config = ConfigDict(extra="forbid")
+    verb: ClassVar[str] = "decide"
 
     call_id: Name | None = None
     by: Name | None = None
     expected_args_sha256: Name | None = None
     proof: Proof | None = None
+
+    def digest(self) -> str:
+        """What a proof binds besides the call: everything this decision does (its arguments,
+        result, comment, remember, reason, answer, claim time), so no field can be changed or
+        added under someone else's signature."""
+        fields = self.model_dump(mode="json", exclude={"proof", "by", "call_id"})
+        return args_sha256({"verb": self.verb, **fields})
 
 
 class Approve(DecisionBase):
@@ -146,6 +174,7 @@ class Settlement(BaseModel):
     comment: str | None = None
     rule: str | None = None
     remember: Remember | None = None
+    requested_by: str | None = None  # whose request it was: a remembered approval covers only theirs
 
 
 class Vote(BaseModel):
@@ -178,7 +207,7 @@ def parse_decision(verb: str, payload: Any) -> Decision | Claim | Release:
     try:
         return DECISION_TYPES[verb].model_validate(payload if payload is not None else {})
     except ValidationError as error:
-        raise Refusal(f"malformed {verb}: {describe_validation_error(error)}") from None
+        raise Refusal(f"malformed {verb}: {describe_validation_error(error)}", code="invalid") from None
 
 
 class Pauses(BaseModel):
@@ -203,11 +232,11 @@ class Pauses(BaseModel):
         item = self._target(decision)
         holder = item.claimant(now)
         if holder is not None and holder != decision.by:
-            raise Refusal(f"{item.call_id} is claimed by {holder} until {_iso(item.claim_until)}")
+            raise Refusal(f"{item.call_id} is claimed by {holder} until {_iso(item.claim_until)}", code="conflict")
         if decision.expected_args_sha256 and decision.expected_args_sha256 != item.args_sha256:
             raise Refusal(
                 f"stale decision: {item.call_id}'s arguments are now {item.args_sha256}, "
-                f"not {decision.expected_args_sha256}"
+                f"not {decision.expected_args_sha256}", code="conflict",
             )
         if isinstance(decision, Answer):
             return self._answer(item, decision, now)
@@ -215,18 +244,18 @@ class Pauses(BaseModel):
         if isinstance(decision, Reject):
             return self._reject(item, decision, now)
         if item.kind == "question":
-            raise Refusal(f"{item.call_id} is a question; answer it (or reject to decline)")
+            raise Refusal(f"{item.call_id} is a question; answer it (or reject to decline)", code="invalid")
         if item.kind == "review":
             return self._pass_review(item, decision, now)
         return self._approve(item, decision, catalog, now, regexes)
 
     def _answer(self, item: PendingCall, decision: Answer, now: datetime) -> Settlement:
         if item.kind != "question":
-            raise Refusal(f"{item.call_id} is an {item.kind} of {item.tool}; use approve or reject")
+            raise Refusal(f"{item.call_id} is an {item.kind} of {item.tool}; use approve or reject", code="invalid")
         try:
             answer = check_answer(decision.answer, item.choices, item.fields)
         except ValueError as error:
-            raise Refusal(f"answer refused: {error}") from None
+            raise Refusal(f"answer refused: {error}", code="invalid") from None
         return _settle(item, "answered", now, decision.by, result=answer_as_tool_result(answer))
 
     def _reject(self, item: PendingCall, decision: Reject, now: datetime) -> Settlement:
@@ -242,27 +271,29 @@ class Pauses(BaseModel):
 
     def _pass_review(self, item: PendingCall, decision: Approve, now: datetime) -> Settlement:
         if decision.args is not None:
-            raise Refusal(f"{item.call_id} has already run; a review may replace its result, not its args")
+            raise Refusal(f"{item.call_id} has already run; a review may replace its result, not its args", code="invalid")
         comment = f"\n\nReviewer's comment: {decision.comment}" if decision.comment else ""
         if decision.result is None:
             return _settle(item, "approved", now, decision.by, result=f"{item.result}{comment}", comment=decision.comment)
         edited = answer_as_tool_result(decision.result)
         if utf8_size(edited) > MAX_ANSWER:
-            raise Refusal(f"the replacement result is longer than {MAX_ANSWER} bytes")
+            raise Refusal(f"the replacement result is longer than {MAX_ANSWER} bytes", code="invalid")
         text = f"A person ({decision.by or 'unnamed'}) edited this result before you saw it.\n\n{edited}{comment}"
         return _settle(item, "edited", now, decision.by, result=text, comment=decision.comment)
 
     def _approve(self, item: PendingCall, decision: Approve, catalog: ToolCatalog, now: datetime, regexes: bool) -> Verdict:
         if decision.result is not None:
-            raise Refusal(f"{item.call_id} has not run yet; edit its args, not its result")
+            raise Refusal(f"{item.call_id} has not run yet; edit its args, not its result", code="invalid")
         edited = None if decision.args is None or decision.args == item.args else _validated_args(catalog, item, decision.args, regexes)
+        if decision.remember and item.remember_allowed is False:
+            raise Refusal(f"the operator's policy does not let a decision on {item.tool} be remembered", code="forbidden")
         if decision.remember and item.required_approvals > 1:
-            raise Refusal(f"{item.tool} needs {item.required_approvals} approvals; one person cannot remember it")
+            raise Refusal(f"{item.tool} needs {item.required_approvals} approvals; one person cannot remember it", code="invalid")
         if item.required_approvals > 1 and decision.by is None:
-            raise Refusal(f"{item.tool} needs {item.required_approvals} distinct approvers: say who you are (by)")
+            raise Refusal(f"{item.tool} needs {item.required_approvals} distinct approvers: say who you are (by)", code="forbidden")
         approvals = [] if edited is not None else list(item.approvals)
         if decision.by is not None and decision.by in approvals:
-            raise Refusal(f"{decision.by} already approved {item.call_id}; it needs another person")
+            raise Refusal(f"{decision.by} already approved {item.call_id}; it needs another person", code="forbidden")
         count = len(approvals) + 1
         rule = f"{count} of {item.required_approvals} approvals" if item.required_approvals > 1 else None
         if count < item.required_approvals and decision.by is not None:
@@ -288,34 +319,34 @@ class Pauses(BaseModel):
             return
         if item.approvers is not None:
             if decision.by is None:
-                raise Refusal(f"only {', '.join(item.approvers)} may decide {item.tool}; say who you are (by)")
+                raise Refusal(f"only {', '.join(item.approvers)} may decide {item.tool}; say who you are (by)", code="forbidden")
             if decision.by not in item.approvers:
-                raise Refusal(f"{decision.by} may not decide {item.tool}; approvers: {', '.join(item.approvers)}")
+                raise Refusal(f"{decision.by} may not decide {item.tool}; approvers: {', '.join(item.approvers)}", code="forbidden")
         if item.four_eyes and isinstance(decision, Approve):
             if decision.by is None:
-                raise Refusal("four-eyes rule: say who you are (by)")
+                raise Refusal("four-eyes rule: say who you are (by)", code="forbidden")
             if decision.by == item.requested_by:
-                raise Refusal(f"four-eyes rule: {decision.by} asked for this call and cannot approve it")
+                raise Refusal(f"four-eyes rule: {decision.by} asked for this call and cannot approve it", code="forbidden")
 
     def claim(self, decision: Claim, now: datetime) -> ClaimVerdict:
         """Who may take an item is who may decide it; a live claim of someone else's stands."""
         item = self._target(decision)
         if decision.by is None:
-            raise Refusal(f"say who you are (by) to claim {item.call_id}")
+            raise Refusal(f"say who you are (by) to claim {item.call_id}", code="forbidden")
         if item.kind != "question" and item.approvers is not None and decision.by not in item.approvers:
-            raise Refusal(f"{decision.by} may not decide {item.tool}; approvers: {', '.join(item.approvers)}")
+            raise Refusal(f"{decision.by} may not decide {item.tool}; approvers: {', '.join(item.approvers)}", code="forbidden")
         holder = item.claimant(now)
         if holder is not None and holder != decision.by:
-            raise Refusal(f"{item.call_id} is claimed by {holder} until {_iso(item.claim_until)}")
+            raise Refusal(f"{item.call_id} is claimed by {holder} until {_iso(item.claim_until)}", code="conflict")
         return ClaimVerdict(call_id=item.call_id, by=decision.by, until=now + timedelta(seconds=decision.for_seconds))
 
     def release(self, decision: Release, now: datetime) -> ClaimVerdict:
         item = self._target(decision)
         holder = item.claimant(now)
         if holder is None:
-            raise Refusal(f"{item.call_id} is not claimed")
+            raise Refusal(f"{item.call_id} is not claimed", code="conflict")
         if holder != decision.by:
-            raise Refusal(f"{item.call_id} is claimed by {holder}; only they can release it")
+            raise Refusal(f"{item.call_id} is claimed by {holder}; only they can release it", code="conflict")
         return ClaimVerdict(call_id=item.call_id, by=holder, until=None)
 
     def hold(self, verdict: ClaimVerdict) -> PendingCall:
@@ -359,17 +390,17 @@ class Pauses(BaseModel):
         verb = decision.verb
         if decision.call_id is None:
             if not self.open:
-                raise Refusal(f"nothing is pending to {verb}")
+                raise Refusal(f"nothing is pending to {verb}", code="not_found")
             if len(self.open) > 1:
                 ids = ", ".join(item.call_id for item in self.open)
-                raise Refusal(f"{len(self.open)} calls are pending ({ids}); say which call_id to {verb}")
+                raise Refusal(f"{len(self.open)} calls are pending ({ids}); say which call_id to {verb}", code="conflict")
             return self.open[0]
         for item in self.open:
             if item.call_id == decision.call_id:
                 return item
         if decision.call_id in self.decided:
-            raise Refusal(f"{decision.call_id} is already settled ({self.decided[decision.call_id]})")
-        raise Refusal(f"unknown call_id {decision.call_id!r}")
+            raise Refusal(f"{decision.call_id} is already settled ({self.decided[decision.call_id]})", code="conflict")
+        raise Refusal(f"unknown call_id {decision.call_id!r}", code="not_found")
 
 
 def unsettled_text(item: PendingCall, why: str) -> str:
@@ -382,7 +413,7 @@ def unsettled_text(item: PendingCall, why: str) -> str:
 def _settle(item: PendingCall, outcome: Outcome, now: datetime, by: str | None = None, **how: Any) -> Settlement:
     return Settlement(
         call_id=item.call_id, tool=item.tool, kind=item.kind, outcome=outcome, at=now, by=by,
-        args_sha256=item.args_sha256, **how,
+        args_sha256=item.args_sha256, requested_by=item.requested_by, **how,
     )
 
 
@@ -401,9 +432,9 @@ def _validated_args(catalog: ToolCatalog, item: PendingCall, args: dict[str, Any
             return validate_arguments(item.input_schema, args, regexes)
         spec = catalog.get(tool)
         if spec is None:
-            raise Refusal(f"tool {tool!r} is no longer available")
+            raise Refusal(f"tool {tool!r} is no longer available", code="conflict")
         return spec.check(args)[0]
     except ValidationError as error:
-        raise Refusal(f"edited args do not fit {tool}: {describe_validation_error(error)}") from None
+        raise Refusal(f"edited args do not fit {tool}: {describe_validation_error(error)}", code="invalid") from None
     except ArgumentsRejected as error:
-        raise Refusal(f"edited args do not fit {tool}: {error}") from None
+        raise Refusal(f"edited args do not fit {tool}: {error}", code="invalid") from None

@@ -22,6 +22,8 @@ from pydantic import BaseModel, ValidationError
 from workflows.conversation import ModelReply, ToolCall
 from workflows.forms import describe_validation_error
 from workflows.limits import MAX_ARGUMENT_BYTES, MAX_CALLS_PER_REPLY, MAX_NAME_BYTES, clip, utf8_size
+from workflows.policy import OperatorPolicy, ToolFloor
+from workflows.requests import Judgement, JudgementRequest, Pin
 from workflows.rules import DecisionRules
 
 # What the model backend puts in place of arguments too large to carry (see activities/openai_backend.py).
@@ -43,6 +45,19 @@ class PlannedCall(BaseModel):
     # arguments are checked against the schema the call was planned with.
     input_schema: dict[str, Any] | None = None
     destructive: bool | None = None
+    # Judged by the worker with the operator's policy (workflows/policy.py); absent in plans
+    # recorded before it. `floor` "always" is approval no session rule can waive.
+    floor: Literal["always", "never"] | None = None
+    because: str | None = None  # why a person is needed, as the pending item says
+    description: str | None = None
+    approvers: list[str] | None = None  # the policy's, groups expanded
+    required_approvals: int | None = None
+    four_eyes: bool | None = None
+    remember_allowed: bool | None = None
+    untrusted: bool | None = None  # untrusted output entered the turn: no remembered approval covers it
+    # The worker's "run" holds for any arguments of this tool (no predicate, no untrusted-output
+    # rule): the workflow may reuse it for a while instead of asking again (AgentWorkflow.judge_by_worker).
+    reusable: bool | None = None
 
 
 def plan_reply(reply: ModelReply, offered: dict[str, ToolSpec], rules: DecisionRules | None = None) -> list[PlannedCall]:
@@ -72,13 +87,99 @@ def catalog_plans(reply: ModelReply, offered: dict[str, ToolSpec]) -> list[dict[
     return [plan_call(call, offered).model_dump(exclude={"call_id"}, exclude_none=True) for call in reply.tool_calls]
 
 
+def judge(request: JudgementRequest, offered: dict[str, ToolSpec], policy: OperatorPolicy | None,
+          policy_error: str | None = None) -> Judgement:
+    """The worker's verdict on each call of a reply, from that call's own arguments: the
+    catalog's (exists, fits, wants approval), then the operator's policy, the definition the
+    session first saw, and untrusted output in this turn. Session rules come on top, in the
+    workflow (with_session_rules). `policy_error`: a policy that could not be read asks a
+    person for every call, rather than let one run the policy might forbid."""
+    plans, new_pins = [], {}
+    tainted = policy.first_untrusted(request.results_this_turn) if policy else None
+    for call in request.reply.tool_calls:
+        plan = plan_call(call, offered)
+        spec = offered.get(call.name)
+        if spec is not None and plan.action in ("run", "approve"):
+            if plan.action == "approve":
+                plan.because = "the tool's own setting: it needs approval"
+            if policy_error is not None:
+                plan = _asks(plan, f"the operator's policy cannot be read ({clip(policy_error, 300)})", untrusted=True)
+            elif policy is not None:
+                plan = with_floor(plan, policy.floor_for(plan.tool))
+            pin = request.pins.get(plan.tool) or new_pins.get(plan.tool)
+            sha = spec.definition_sha256()
+            if sha is not None and pin is None:
+                new_pins[plan.tool] = Pin(sha256=sha, needed_approval=plan.action == "approve")
+            elif sha is not None and pin is not None and pin.sha256 != sha and pin.needed_approval:
+                plan = _asks(plan, f"the definition of {plan.tool} changed since this session first saw it "
+                                   "(it needed approval then)", untrusted=True)
+            if tainted is not None and policy is not None and policy.needs_approval_when_untrusted(plan.tool):
+                plan = _asks(plan, f"untrusted output from {tainted[0]} ({tainted[1]})", untrusted=True)
+            plan.reusable = (plan.action == "run" and spec.needs_approval is False and policy_error is None
+                             and not (policy and policy.needs_approval_when_untrusted(plan.tool))) or None
+        plans.append(_recorded(plan, call))
+    return Judgement(plans=plans, new_pins=new_pins)
+
+
+def _recorded(plan: PlannedCall, call: ToolCall) -> dict[str, Any]:
+    """A plan as the judgement's marker records it: without arguments that are the call's own
+    (the reply in history holds them already; a step's marker stays small)."""
+    recorded = plan.model_dump(exclude={"call_id"}, exclude_none=True)
+    if plan.action != "refuse" and plan.args == _sent_args(call):
+        recorded.pop("args", None)
+        recorded["args_as_sent"] = True
+    return recorded
+
+
+def _sent_args(call: ToolCall) -> Any:
+    try:
+        return json.loads(call.function.arguments or "{}")
+    except (json.JSONDecodeError, RecursionError):
+        return None
+
+
+def with_recorded_args(plans: list[dict[str, Any]], reply: ModelReply) -> list[dict[str, Any]]:
+    """Plans whose marker left out the call's own arguments, with them back (see _recorded)."""
+    return [{key: value for key, value in plan.items() if key != "args_as_sent"} | {"args": _sent_args(call)}
+            if plan.get("args_as_sent") else plan for plan, call in zip(plans, reply.tool_calls)]
+
+
+def with_floor(plan: PlannedCall, floor: ToolFloor | None) -> PlannedCall:
+    """The operator's word on a planned call: approval always or never, and who decides."""
+    if floor is None:
+        return plan
+    update: dict[str, Any] = {
+        "approvers": floor.approvers, "required_approvals": floor.required_approvals if floor.required_approvals > 1 else None,
+        "four_eyes": floor.four_eyes or None, "remember_allowed": False if not floor.remember else None,
+    }
+    if floor.approval == "always":
+        update.update(action="approve", floor="always", policy=None,
+                      because=f"{floor.line}: approval always")
+    elif floor.approval == "never" and plan.action == "approve":
+        update.update(action="run", floor="never", policy=f"{floor.line}: approval never", because=None)
+    return plan.model_copy(update=update)
+
+
+def _asks(plan: PlannedCall, because: str, untrusted: bool = False) -> PlannedCall:
+    """A call that would have run on its own waits for a person; one that waits already says why."""
+    if plan.action == "run":
+        return plan.model_copy(update={"action": "approve", "because": because, "policy": None, "untrusted": untrusted})
+    return plan.model_copy(update={"because": plan.because if plan.floor == "always" else because,
+                                   "untrusted": untrusted or plan.untrusted})
+
+
 def with_session_rules(plan: PlannedCall, rules: DecisionRules | None) -> PlannedCall:
+    """A session's rules on top of the worker's verdict: they may add approval, and waive it
+    only where neither the operator's policy nor untrusted output requires it."""
     override = rules.policy_for(plan.tool) if rules else None
     if override is None:
         return plan
+    if override == "auto" and plan.action == "approve" and (plan.floor == "always" or plan.untrusted):
+        return plan
+    rule = f"session {'require_approval' if override == 'require' else 'auto_approve'}"
     return plan.model_copy(update={
-        "action": "approve" if override == "require" else "run",
-        "policy": f"session {'require_approval' if override == 'require' else 'auto_approve'}",
+        "action": "approve" if override == "require" else "run", "policy": rule,
+        "because": rule if override == "require" and plan.action != "approve" else plan.because,
     })
 
 

@@ -53,10 +53,43 @@ class Notification(BaseModel):
 
 class SessionFacts(BaseModel):
     """What a run learns from its worker when it starts (a recorded local activity):
-    which search attributes the server has registered, and which keys sign decisions."""
+    which search attributes the server has registered, which keys sign decisions, and
+    what in the session's input the operator's policy refuses."""
 
     registered_search_attributes: list[str] = []
     trusted_keys: dict[str, str] = {}
+    policy_problems: list[str] = []
+
+
+class FactsRequest(BaseModel):
+    """What the `session_facts` local activity needs to judge a starting run."""
+
+    verified_decisions: bool
+    rules: dict[str, Any] = {}  # the session's decision rules and verified_decisions, as given
+
+
+class Pin(BaseModel):
+    """A tool's definition as a session first saw it (tools whose definition lives outside
+    this code: MCP), and whether that definition needed a person."""
+
+    sha256: str
+    needed_approval: bool
+
+
+class JudgementRequest(BaseModel):
+    """A model reply for the worker to judge (a local activity: see AgentWorkflow.judge_calls):
+    its catalog and the operator's policy, the pins of the tools it calls, and the tools whose
+    results entered this turn (untrusted output)."""
+
+    reply: ModelReply
+    tools: list[str] | None = None
+    pins: dict[str, Pin] = {}
+    results_this_turn: list[tuple[str, str]] = []  # (tool, call id), oldest first
+
+
+class Judgement(BaseModel):
+    plans: list[dict[str, Any]]
+    new_pins: dict[str, Pin] = {}
 
 
 class VerdictRequest(BaseModel):

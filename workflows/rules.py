@@ -11,6 +11,8 @@ import json
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
+from fnmatch import fnmatchcase
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from workflows.limits import MAX_RULE_ENTRIES, Name, ReminderSeconds, Seconds
@@ -58,7 +60,7 @@ class DecisionRules(BaseModel):
         }
         problems = []
         for rule, tools in named.items():
-            unknown = sorted(set(tools) - known_tools - {ANY_TOOL})
+            unknown = sorted(name for name in set(tools) - {ANY_TOOL} if not _names_a_tool(name, known_tools))
             if unknown:
                 problems.append(f"{rule}: no tool named {', '.join(map(repr, unknown))}")
         return problems
@@ -76,12 +78,17 @@ class DecisionRules(BaseModel):
         return problems
 
     def policy_for(self, tool: str) -> Literal["require", "auto"] | None:
-        """Per-session overrides beside the tool's own flag; requiring wins."""
-        if tool in self.require_approval or ANY_TOOL in self.require_approval:
+        """Per-session overrides beside the tool's own flag (names or globs); requiring wins."""
+        if any(fnmatchcase(tool, entry) for entry in self.require_approval):
             return "require"
-        if tool in self.auto_approve or ANY_TOOL in self.auto_approve:
+        if any(fnmatchcase(tool, entry) for entry in self.auto_approve):
             return "auto"
         return None
+
+
+def _names_a_tool(entry: str, known_tools: set[str]) -> bool:
+    """A rule's entry names a tool, or is a glob that matches one (a typo would silently weaken it)."""
+    return entry in known_tools or any(fnmatchcase(tool, entry) for tool in known_tools)
 
 
 class Remember(BaseModel):
@@ -100,6 +107,8 @@ class Grant(BaseModel):
     by: str | None
     call_id: str
     scope: Literal["tool", "same_args"]
+    # Whose request it was given for: it covers later calls led to by the same person only.
+    requested_by: str | None = None
 
     def covers(self, tool: str, sha: str, now: datetime) -> bool:
         return tool == self.tool and now < self.until and self.args_sha256 in (None, sha)
@@ -109,8 +118,10 @@ class Grant(BaseModel):
         return f"remembered approval by {who} on {self.call_id} (scope {self.scope}) until {self.until.isoformat()}"
 
 
-def grant_from(remember: Remember, tool: str, sha: str, by: str | None, call_id: str, now: datetime) -> Grant:
+def grant_from(remember: Remember, tool: str, sha: str, by: str | None, call_id: str, now: datetime,
+               requested_by: str | None = None) -> Grant:
     return Grant(
+        requested_by=requested_by,
         tool=tool,
         args_sha256=sha if remember.scope == "same_args" else None,
         until=now + timedelta(seconds=remember.for_seconds),

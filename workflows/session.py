@@ -61,7 +61,9 @@ class SessionInput(DecisionRules):
     model_config = ConfigDict(extra="forbid")
 
     message: Text
-    by: Name | None = None
+    by: Name | None = None  # who starts it: its owner (the API sets the token's person)
+    # Who else may read it, message it and cancel it through the API: people or @groups.
+    participants: list[Name] = Field(default_factory=list, max_length=100)
     system_prompt: Text | None = None
     model: Name | None = None
     tools: list[Name] | None = Field(default=None, max_length=1000)

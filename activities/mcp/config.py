@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -27,8 +28,23 @@ class McpConfigError(ValueError):
     """A configuration file the worker cannot use; the message names the entry."""
 
 
+class SandboxGrant(BaseModel):
+    """What a sandboxed stdio server may see beyond a read-only minimal system (activities/mcp/sandbox.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paths: list[str] = Field(default_factory=list)  # read and write
+    read_only: list[str] = Field(default_factory=list)
+    network: bool = False
+
+
 class ServerEntry(BaseModel):
-    """One server: started by `command` (stdio) or reached at `url` (streamable HTTP)."""
+    """One server: started by `command` (stdio) or reached at `url` (streamable HTTP).
+
+    `trusted` says whether its tool annotations may decide anything (MCP spec:
+    annotations from an untrusted server are hints, never grounds for a
+    decision). The pattern lists take names or fnmatch globs (case-sensitive),
+    of the tool's own name or its offered `mcp__<server>__<tool>`."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -38,8 +54,11 @@ class ServerEntry(BaseModel):
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    trusted: bool = False
     auto_approve: list[str] = Field(default_factory=list)
     require_approval: list[str] = Field(default_factory=list)
+    idempotent: list[str] = Field(default_factory=list)  # may be sent again after an interrupted call
+    sandbox: bool | SandboxGrant = True  # stdio only; False runs the server with the worker's view of the machine
     disabled: bool = False
     timeout_seconds: float = Field(default=100.0, gt=0, le=110)  # within the tool activity's 2 minutes
 
@@ -49,6 +68,14 @@ class ServerEntry(BaseModel):
             raise ValueError("give either command (a stdio server) or url (streamable HTTP), not both or neither")
         if self.url is not None and not re.match(r"^https?://", self.url):
             raise ValueError(f"url must start with http:// or https://, not {self.url!r}")
+        grant = self.sandbox_grant if self.command is not None else None
+        if grant is not None:
+            relative = [path for path in (*grant.paths, *grant.read_only) if not path.startswith("/")]
+            if relative:
+                raise ValueError(f"sandbox paths must be absolute, not {', '.join(map(repr, relative))}")
+            granted = [Path(path) for path in (*grant.paths, *grant.read_only)]
+            if self.cwd is not None and not any(Path(self.cwd) == g or g in Path(self.cwd).parents for g in granted):
+                raise ValueError(f"cwd {self.cwd!r} is not inside a path the sandbox grants (sandbox.paths or sandbox.read_only)")
         both = sorted(set(self.auto_approve) & set(self.require_approval))
         if both:
             raise ValueError(f"{', '.join(both)} cannot be in both auto_approve and require_approval")
@@ -58,13 +85,34 @@ class ServerEntry(BaseModel):
     def transport(self) -> str:
         return "stdio" if self.command is not None else "streamable HTTP"
 
+    @property
+    def sandbox_grant(self) -> SandboxGrant | None:
+        """What the sandbox lets a stdio server see, or None when the entry opts out."""
+        if self.sandbox is False:
+            return None
+        return self.sandbox if isinstance(self.sandbox, SandboxGrant) else SandboxGrant()
+
     def override_for(self, tool: str, offered_as: str) -> str | None:
-        """"auto" or "require" when this entry names the tool (by its own name or as offered)."""
-        if tool in self.auto_approve or offered_as in self.auto_approve:
-            return "auto"
-        if tool in self.require_approval or offered_as in self.require_approval:
+        """"require" or "auto" when a pattern of this entry matches the tool; require_approval wins."""
+        if _matches(self.require_approval, tool, offered_as):
             return "require"
+        if _matches(self.auto_approve, tool, offered_as):
+            return "auto"
         return None
+
+    def says_idempotent(self, tool: str, offered_as: str) -> bool:
+        return _matches(self.idempotent, tool, offered_as)
+
+    def unmatched_patterns(self, tools: list[tuple[str, str]]) -> list[str]:
+        """Each pattern that matches none of these (tool, offered name) pairs, as a warning."""
+        return [f"{key} pattern {pattern!r} matches none of its {len(tools)} tools"
+                for key in ("require_approval", "auto_approve", "idempotent")
+                for pattern in getattr(self, key)
+                if not any(_matches([pattern], tool, offered) for tool, offered in tools)]
+
+
+def _matches(patterns: list[str], tool: str, offered_as: str) -> bool:
+    return any(fnmatchcase(tool, pattern) or fnmatchcase(offered_as, pattern) for pattern in patterns)
 
 
 def parse_config(document: Any) -> dict[str, ServerEntry]:

@@ -14,18 +14,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
+import threading
 from contextlib import AsyncExitStack
 from datetime import timedelta
 from typing import Any, Callable
 
 import httpx
 from mcp import ClientSession, StdioServerParameters, types
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import McpError
 
 from activities.mcp.config import ServerEntry
+from activities.mcp.sandbox import bwrap_path, sandboxed_command
+from console.render import shown
 
 log = logging.getLogger("hitl.mcp")
 
@@ -172,10 +177,15 @@ class ServerConnection:
 
     def _transport(self) -> Any:
         if self.entry.command is not None:
-            parameters = StdioServerParameters(
-                command=self.entry.command, args=self.entry.args, env=self.entry.env, cwd=self.entry.cwd,
-            )
-            return _FirstTwo(stdio_client(parameters))  # the server's stderr goes to the worker's
+            env = {**get_default_environment(), **(self.entry.env or {})}
+            command, args, cwd = self.entry.command, self.entry.args, self.entry.cwd
+            bwrap = bwrap_path()
+            if self.entry.sandbox_grant is not None and bwrap is not None:
+                command, args = sandboxed_command(self.entry, env, bwrap)
+                cwd = None  # bwrap's --chdir, inside the sandbox
+            parameters = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
+            stderr = _ServerStderr(self.name)  # to the worker's, one line at a time, control characters shown
+            return _FirstTwo(stdio_client(parameters, errlog=stderr.writer), after=stderr.close_writer)
         return _HttpStreams(self.entry.url or "", self.entry.headers)
 
     async def _watch(self, session: ClientSession) -> None:
@@ -242,15 +252,49 @@ async def _unless(lost: asyncio.Event, call: Any) -> Any:
 class _FirstTwo:
     """The transport's streams without the extras some transports add (e.g. a session id getter)."""
 
-    def __init__(self, manager: Any) -> None:
+    def __init__(self, manager: Any, after: Callable[[], None] | None = None) -> None:
         self.manager = manager
+        self.after = after
 
     async def __aenter__(self) -> tuple[Any, Any]:
-        streams = await self.manager.__aenter__()
+        try:
+            streams = await self.manager.__aenter__()
+        except BaseException:
+            if self.after:
+                self.after()
+            raise
         return streams[0], streams[1]
 
     async def __aexit__(self, *exc: Any) -> Any:
-        return await self.manager.__aexit__(*exc)
+        try:
+            return await self.manager.__aexit__(*exc)
+        finally:
+            if self.after:
+                self.after()
+
+
+class _ServerStderr:
+    """A pipe for a stdio server's stderr: each line reaches the worker's stderr as
+    `MCP server <name>: <line>` with its control characters shown, so a server cannot
+    rewrite the operator's terminal (or the log) with escape sequences."""
+
+    def __init__(self, name: str) -> None:
+        read, write = os.pipe()
+        self.writer = os.fdopen(write, "w")
+        reader = os.fdopen(read, "rb")
+        threading.Thread(target=self._relay, args=(name, reader), name=f"mcp-stderr-{name}", daemon=True).start()
+
+    @staticmethod
+    def _relay(name: str, reader: Any) -> None:
+        with reader:
+            for line in reader:
+                sys.stderr.write(f"MCP server {name}: {shown(line.decode(errors='replace').rstrip(chr(10)))}\n")
+                sys.stderr.flush()
+
+    def close_writer(self) -> None:
+        """Ours; the server keeps its own copy until it exits, which ends the relay."""
+        if not self.writer.closed:
+            self.writer.close()
 
 
 class _HttpStreams:

@@ -1,11 +1,18 @@
-"""Approval from an MCP tool's own annotations, with the server entry's word last.
+"""Approval of an MCP tool: the server entry decides; annotations only where the entry trusts them.
 
-A tool its server marks read-only runs without asking; every other tool asks a
-person, and one marked destructive says so in the pending item. An entry's
-`auto_approve` / `require_approval` overrides the annotations either way.
-Annotations are hints from the server, so the default when they are missing is
-to ask. Whether a retry is safe follows them too: only read-only or idempotent
-tools are sent again after a call was interrupted (see activities/mcp/toolbox.py).
+Annotations (readOnlyHint, destructiveHint, idempotentHint) are what someone
+else's program says about itself. The MCP specification: clients must treat
+them as untrusted unless they come from a trusted server. So they decide only
+for an entry with `"trusted": true`: there a tool marked read-only runs without
+asking. For every other server each tool needs approval; its hints are still
+shown (a pending item's `destructive`) and recorded (`hints`), never obeyed.
+`require_approval` and `auto_approve` (names or globs) have the last word,
+`require_approval` first.
+
+Whether an interrupted call may be sent again (activities/mcp/toolbox.py) is
+the entry's `idempotent` when it names the tool; a hint counts only on a
+trusted server and only for a tool that runs without asking: a person's
+approval is never spent twice on the strength of a hint.
 """
 
 from __future__ import annotations
@@ -23,16 +30,36 @@ class McpPolicy:
     destructive: bool
     repeatable: bool  # safe to send again when an earlier try may have reached the server
     rule: str | None = None  # why it runs without asking, when a setting says so
+    hints: str = ""  # what the server claims, in words ("read-only, idempotent"), trusted or not
+    why: str = ""  # why it needs approval or not, for `starter.py tools`
+
+
+def hints_of(tool: types.Tool) -> str:
+    hints = tool.annotations or types.ToolAnnotations()
+    said = [word for word, flag in (("read-only", hints.readOnlyHint), ("destructive", hints.destructiveHint),
+                                     ("idempotent", hints.idempotentHint), ("open-world", hints.openWorldHint))
+            if flag is True]
+    return ", ".join(said)
 
 
 def policy_for(server: str, entry: ServerEntry, tool: types.Tool, offered_as: str) -> McpPolicy:
     hints = tool.annotations or types.ToolAnnotations()
     read_only = hints.readOnlyHint is True
-    destructive = not read_only and hints.destructiveHint is True
-    repeatable = read_only or hints.idempotentHint is True
+    destructive = not read_only and hints.destructiveHint is True  # shown to the approver, trusted or not
+    claimed = hints_of(tool)
     override = entry.override_for(tool.name, offered_as)
-    if override == "auto":
-        return McpPolicy(False, destructive, repeatable, rule=f"auto_approve of MCP server {server}")
     if override == "require":
-        return McpPolicy(True, destructive, repeatable)
-    return McpPolicy(not read_only, destructive, repeatable)
+        needs, rule, why = True, None, f"require_approval of MCP server {server}"
+    elif override == "auto":
+        needs, rule, why = False, f"auto_approve of MCP server {server}", f"auto_approve of MCP server {server}"
+    elif entry.trusted:
+        needs = not read_only
+        rule = f"readOnlyHint of trusted MCP server {server}" if not needs else None
+        why = rule or f"trusted MCP server {server} does not mark it read-only"
+    else:
+        needs, rule, why = True, None, f"MCP server {server} is not trusted: its hints are not obeyed"
+    if entry.says_idempotent(tool.name, offered_as):
+        repeatable = True
+    else:
+        repeatable = entry.trusted and not needs and (read_only or hints.idempotentHint is True)
+    return McpPolicy(needs, destructive, repeatable, rule=rule, hints=claimed, why=why)

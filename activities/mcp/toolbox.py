@@ -28,7 +28,8 @@ from mcp.shared.exceptions import McpError
 from activities.mcp.config import ServerEntry, config_from_env
 from activities.mcp.connection import CallInterrupted, ServerConnection, ServerUnavailable
 from activities.mcp.policy import policy_for
-from activities.mcp.results import result_text
+from activities.mcp.sandbox import bwrap_path, bwrap_problem
+from activities.mcp.results import as_tool_output, defused, result_text
 from activities.tools.errors import ToolError
 from activities.tools.receipts import has_receipt, write_receipt
 from catalog import CATALOG, SchemaToolSpec, ToolCatalog, ToolContext
@@ -58,6 +59,7 @@ class McpToolbox:
         self.connections = {name: ServerConnection(name, entry, self.offer) for name, entry in servers.items()}
         self.offered: dict[str, set[str]] = {name: set() for name in servers}
         self.skipped: dict[str, list[str]] = {name: [] for name in servers}
+        self.warnings: dict[str, list[str]] = {name: [] for name in servers}
         self.sizes: dict[str, int] = {}  # offered name: bytes of its description and schema
 
     async def __aenter__(self) -> McpToolbox:
@@ -80,8 +82,40 @@ class McpToolbox:
         for name, connection in self.connections.items():
             state = f"{len(self.offered[name])} tools" if connection.sessions_opened else f"not reachable ({connection.last_error})"
             skipped = f"; skipped {', '.join(self.skipped[name])}" if self.skipped[name] else ""
-            lines.append(f"{name} ({self.entries[name].transport}): {state}{skipped}")
+            entry = self.entries[name]
+            trust = "trusted" if entry.trusted else "untrusted"
+            where = "" if entry.command is None else (", not sandboxed" if name in self.unsandboxed() else ", sandboxed")
+            lines.append(f"{name} ({entry.transport}, {trust}{where}): {state}{skipped}")
         return lines
+
+    def warning_lines(self) -> list[str]:
+        """Stdio servers that run unsandboxed, and entry patterns that match none of their
+        server's tools (a likely typo, or a tool the server renamed)."""
+        lines = [f"MCP server {name}: {why}" for name, why in {**self.unsandboxed(), **self.sandbox_problems()}.items()]
+        return lines + [f"MCP server {name}: {warning}" for name, warnings in self.warnings.items() for warning in warnings]
+
+    def unsandboxed(self) -> dict[str, str]:
+        """Why each stdio server that runs with the worker's view of the machine does (activities/mcp/sandbox.py)."""
+        found = {}
+        for name, entry in self.entries.items():
+            if entry.command is None:
+                continue
+            if entry.sandbox_grant is None:
+                found[name] = ('not sandboxed ("sandbox": false): it can read what the worker\'s user can, '
+                               "the worker's key files and, as root, its environment")
+            elif bwrap_path() is None:
+                found[name] = ("not sandboxed: bwrap (Debian package bubblewrap) is not installed; it can read what "
+                               "the worker's user can, the worker's key files and, as root, its environment")
+        return found
+
+    def sandbox_problems(self) -> dict[str, str]:
+        """Sandboxed stdio servers that cannot start because bwrap cannot make a sandbox here."""
+        bwrap = bwrap_path()
+        sandboxed = [name for name, entry in self.entries.items() if entry.command is not None and entry.sandbox_grant]
+        problem = bwrap_problem(bwrap) if bwrap and sandboxed else None
+        return {name: (f"its sandbox cannot start here ({problem}), so it does not run: give the container what bwrap "
+                       'needs (user namespaces), or say "sandbox": false in its entry knowingly')
+                for name in sandboxed} if problem else {}
 
     def offer(self, server: str, tools: list[types.Tool]) -> None:
         """Replace a server's tools in the catalog with what it lists now.
@@ -91,6 +125,7 @@ class McpToolbox:
         entry = self.entries[server]
         offered: set[str] = set()
         skipped: list[str] = []
+        listed: list[tuple[str, str]] = []
         room = MAX_OFFERED_BYTES - sum(size for name, size in self.sizes.items() if name not in self.offered[server])
         for tool in tools:
             name = offered_name(server, tool.name)
@@ -107,6 +142,7 @@ class McpToolbox:
             room -= size
             self.sizes[name] = size
             policy = policy_for(server, entry, tool, name)
+            listed.append((tool.name, name))
             self.catalog.add(SchemaToolSpec(
                 name=name,
                 description=(tool.description or (tool.annotations and tool.annotations.title) or tool.name).strip(),
@@ -116,6 +152,8 @@ class McpToolbox:
                 approval_rule=policy.rule,
                 runner=self._runner(server, tool.name, policy.repeatable),
                 source=f"MCP server {server}",
+                annotations=tool.annotations.model_dump(exclude_none=True) if tool.annotations else None,
+                policy_note=policy.why,
             ))
             offered.add(name)
         for gone in self.offered[server] - offered:
@@ -124,6 +162,11 @@ class McpToolbox:
         if skipped and skipped != self.skipped[server]:
             log.warning("MCP server %s: not offering %s", server, "; ".join(skipped))
         self.offered[server], self.skipped[server] = offered, skipped
+        warnings = entry.unmatched_patterns(listed)
+        if warnings != self.warnings[server]:
+            for warning in warnings:
+                log.warning("MCP server %s: %s", server, warning)
+        self.warnings[server] = warnings
 
     def taken(self, server: str, name: str) -> str | None:
         """Why `name` is not this server's to offer: server "a" with tool "b__c" and server "a__b"
@@ -159,10 +202,10 @@ class McpToolbox:
                 raise  # read-only or idempotent: sending it again is safe
             raise ToolError(_maybe_happened(offered, str(error))) from None
         except McpError as error:
-            raise ToolError(f"the MCP server {server!r} refused the call: {error.error.message}") from None
+            raise ToolError(f"the MCP server {server!r} refused the call: {defused(error.error.message)}") from None
         if result.isError:
-            raise ToolError(result_text(result))
-        return result_text(result)
+            raise ToolError(as_tool_output(offered, result_text(result)))
+        return as_tool_output(offered, result_text(result))
 
 
 def _maybe_happened(tool: str, why: str) -> str:

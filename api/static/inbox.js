@@ -71,6 +71,22 @@ async function signIn() {
 
 // ------------------------------------------------------------------ the inbox
 
+function badge(text) { return el("span", { class: `badge ${text}` }, text); }
+
+// Who asked is "verified" only when the session proves its people (a proof the API signed);
+// anything else is what a caller said: "asserted". An item that does not say is asserted.
+function trustBadge(item) { return badge(item.verified === true ? "verified" : "asserted"); }
+
+// A deadline as a person reads it: "in 42 s", "in 5 min", "in 23 h", "in 3 d", or "overdue".
+function relativeDeadline(deadline, now = Date.now()) {
+  const seconds = (new Date(deadline).getTime() - now) / 1000;
+  if (!(seconds > 0)) return "overdue";
+  if (seconds >= 172800) return `in ${Math.floor(seconds / 86400)} d`;
+  if (seconds >= 3600) return `in ${Math.floor(seconds / 3600)} h`;
+  if (seconds >= 60) return `in ${Math.floor(seconds / 60)} min`;
+  return `in ${Math.ceil(seconds)} s`;
+}
+
 function age(seconds) {
   for (const [unit, size] of [["d", 86400], ["h", 3600], ["m", 60]]) {
     if (seconds >= size) return `${Math.floor(seconds / size)}${unit}`;
@@ -89,6 +105,10 @@ async function refreshInbox() {
   const answer = await api("GET", "/inbox?claimed=true");
   if (!answer.ok) { $("inbox-error").textContent = reason(answer.data); return; }
   $("inbox-error").textContent = "";
+  for (const due of document.querySelectorAll('[data-role="deadline"]')) {  // kept cards count down too
+    due.textContent = relativeDeadline(due.title);
+    due.classList.toggle("overdue", due.textContent === "overdue");
+  }
   const items = answer.data;
   $("count").textContent = `(${items.length})`;
   $("empty").hidden = items.length > 0;
@@ -98,9 +118,11 @@ async function refreshInbox() {
       "data-session": item.session_id, "data-call": item.call_id,
       onclick: () => openSession(item.session_id),
     },
-    el("span", { class: `kind ${item.kind}` }, item.kind),
+    el("span", { class: `kind ${item.kind}` }, item.kind, item.destructive ? badge("destructive") : ""),
     el("span", { class: "call" }, callText(item)),
-    el("span", { class: "meta" }, `${item.session_id} · ${age(item.age_seconds)}`,
+    el("span", { class: "meta asker" }, `asked by ${item.requested_by || "someone unnamed"} `, trustBadge(item)),
+    el("span", { class: "meta" }, `${item.session_id} · waiting ${age(item.age_seconds)}`,
+      item.deadline ? ` · due ${relativeDeadline(item.deadline)}` : "",
       item.claimed_by ? ` · claimed by ${item.claimed_by}` : "",
       item.required_approvals > 1 ? ` · ${item.approvals.length}/${item.required_approvals} approvals` : "")))));
 }
@@ -147,14 +169,9 @@ function version(item) {
 
 function pendingCard(item) {
   const card = el("article", { class: `pending-item ${item.kind}`, "data-call": item.call_id, "data-version": version(item) });
-  const rules = [];
-  if (item.approvers) rules.push(`approvers: ${item.approvers.join(", ")}`);
-  if (item.required_approvals > 1) rules.push(`${(item.approvals || []).length} of ${item.required_approvals} approvals`);
-  if (item.claimed_by) rules.push(`claimed by ${item.claimed_by} until ${item.claim_until}`);
-  if (item.deadline) rules.push(`deadline ${item.deadline}`);
   card.append(
-    el("h4", {}, `${item.kind} · ${item.tool} · ${item.call_id}`),
-    rules.length ? el("p", { class: "hint" }, rules.join(" · ")) : "",
+    el("h4", {}, `${item.kind} · ${item.tool} · ${item.call_id}`, item.destructive ? badge("destructive") : ""),
+    context(item),
   );
   if (item.kind === "approval") card.append(approvalForm(item));
   else if (item.kind === "question") card.append(questionForm(item));
@@ -165,36 +182,113 @@ function pendingCard(item) {
   return card;
 }
 
+// What a person needs to decide well, each line only when the session says it: who asked (and whether
+// that is proven), what they wrote, what the model said before the call, what the tool does, why a
+// person is needed, and how long there is.
+function context(item) {
+  const rows = [];
+  const row = (label, role, value, cls) => rows.push(el("dt", {}, label), el("dd", { "data-role": role, class: cls }, value));
+  row("Asked by", "asked-by", [item.requested_by || "someone unnamed", " ", trustBadge(item)]);
+  if (item.led_by) row("Their message", "led-by", item.led_by, "quote");
+  if (item.model_text) row("The model said", "model-text", item.model_text, "quote");
+  if ((item.description && item.kind !== "question") || item.destructive) {  // a question's tool is the question
+    row("The tool", "description", [item.description || item.tool, item.destructive ? badge("destructive") : ""]);
+  }
+  if (item.because) row("Needs a person", "because", item.because);
+  if (item.deadline) {
+    const due = relativeDeadline(item.deadline);
+    rows.push(el("dt", {}, "Deadline"),
+      el("dd", { "data-role": "deadline", title: item.deadline, class: due === "overdue" ? "overdue" : null }, due));
+  }
+  const rules = [];
+  if (item.approvers) rules.push(`approvers: ${item.approvers.join(", ")}`);
+  if (item.required_approvals > 1) rules.push(`${(item.approvals || []).length} of ${item.required_approvals} approvals`);
+  if (item.four_eyes) rules.push("four eyes: the asker may not approve");
+  if (item.claimed_by) rules.push(`claimed by ${item.claimed_by} until ${new Date(item.claim_until).toLocaleTimeString()}`);
+  if (rules.length) row("Rules", "rules", rules.join(" · "));
+  return el("dl", { class: "context" }, ...rows);
+}
+
 function rejectRow(item, label) {
-  const why = el("input", { type: "text", class: "reason", placeholder: "reason", "aria-label": "reason" });
+  const why = el("input", { type: "text", class: "reason", placeholder: "reason (the model reads it)", "aria-label": "reason" });
   return el("div", { class: "row" }, why,
     el("button", { type: "button", class: "reject", onclick: () => decide(item, "reject", why.value ? { reason: why.value } : {}) }, label));
 }
 
+const shown = (value) => JSON.stringify(value);
+
+// The arguments a person changed, against the model's: [name, before, after], in the call's order.
+function changedArgs(original, edited) {
+  const names = [...new Set([...Object.keys(original), ...Object.keys(edited)])];
+  return names.filter((name) => JSON.stringify(original[name]) !== JSON.stringify(edited[name]))
+    .map((name) => [name, original[name], edited[name]]);
+}
+
+function diffView(changes) {
+  return changes.map(([name, before, after]) => el("p", { "data-arg": name },
+    el("span", { class: "name" }, `${name}: `),
+    el("del", {}, before === undefined ? "(absent)" : shown(before)), " → ",
+    el("ins", {}, after === undefined ? "(absent)" : shown(after))));
+}
+
 function approvalForm(item) {
   // One input per argument: strings as typed, anything else as JSON.
-  const inputs = Object.entries(item.args || {}).map(([name, value]) => {
+  const original = item.args || {};
+  const inputs = Object.entries(original).map(([name, value]) => {
     const isText = typeof value === "string";
     const input = el(isText && value.length < 80 ? "input" : "textarea",
       { "data-arg": name, "data-json": isText ? null : "1", "aria-label": name });
     input.value = isText ? value : JSON.stringify(value, null, 2);
-    return { name, input, original: value, isText };
+    return { name, input, isText };
   });
-  const approve = () => {
+  const read = () => {
     const edited = {};
     for (const { name, input, isText } of inputs) {
       if (isText) { edited[name] = input.value; continue; }
-      try { edited[name] = JSON.parse(input.value); } catch (error) { say(`${name}: not JSON (${error.message})`, true); return; }
+      try { edited[name] = JSON.parse(input.value); } catch (error) { return { error: `${name}: not JSON (${error.message})` }; }
     }
-    const changed = inputs.some(({ name, original }) => JSON.stringify(edited[name]) !== JSON.stringify(original));
+    return { edited };
+  };
+  // An edit is shown as a diff against the model's arguments, and approved only once confirmed.
+  const diff = el("div", { class: "diff", "data-role": "diff", hidden: true });
+  const approveButton = el("button", { type: "button", class: "approve" }, "Approve");
+  const confirmRow = el("div", { class: "row confirm", hidden: true },
+    el("span", {}, "Run it with your edits (above) instead of the model's arguments?"),
+    el("button", { type: "button", class: "approve confirm-edit", onclick: () => send(true) }, "Confirm edited approval"),
+    el("button", { type: "button", class: "cancel-edit", onclick: () => { confirmRow.hidden = true; } }, "Not yet"));
+  // Absent means allowed; the operator's policy says false where it forbids it; several approvals are never remembered.
+  const remember = item.remember_allowed !== false && !(item.required_approvals > 1)
+    ? el("label", { class: "remember hint" }, el("input", { type: "checkbox", "data-role": "remember" }),
+      `also approve later ${item.tool} calls ${item.requested_by ? item.requested_by + " asks for " : ""}in this session, for an hour`)
+    : "";
+  const refreshDiff = () => {
+    const { edited, error } = read();
+    const changes = edited ? changedArgs(original, edited) : [];
+    diff.replaceChildren(...(error ? [el("p", { class: "error" }, error)]
+      : changes.length ? [el("p", { class: "hint" }, "Your edits, against the model's arguments:"), ...diffView(changes)] : []));
+    diff.hidden = !error && changes.length === 0;
+    approveButton.textContent = changes.length ? "Approve with edits…" : "Approve";
+    if (!changes.length) confirmRow.hidden = true;
+    return { edited, error, changes };
+  };
+  const send = (confirmed) => {
+    const { edited, error, changes } = refreshDiff();
+    if (error) { say(error, true); return; }
+    if (changes.length && !confirmed) { confirmRow.hidden = false; return; }
     const body = { expected_args_sha256: item.args_sha256 };
-    if (changed) body.args = edited;
+    if (changes.length) body.args = edited;
+    if (remember && remember.querySelector("input").checked) body.remember = { scope: "tool", for_seconds: 3600 };
     decide(item, "approve", body);
   };
+  approveButton.addEventListener("click", () => send(false));
+  for (const { input } of inputs) input.addEventListener("input", refreshDiff);
   return el("div", { class: "form" },
     item.args_truncated ? el("p", { class: "hint" }, "Arguments are long: shown from the session.") : "",
     ...inputs.map(({ name, input }) => el("label", {}, el("span", {}, name), input)),
-    el("div", { class: "row" }, el("button", { type: "button", class: "approve", onclick: approve }, "Approve")),
+    diff,
+    remember,
+    el("div", { class: "row" }, approveButton),
+    confirmRow,
     rejectRow(item, "Reject"));
 }
 
@@ -216,7 +310,8 @@ function questionForm(item) {
     parts.push(el("div", { class: "row choices" }, ...item.choices.map((choice) =>
       el("button", { type: "button", class: "choice", "data-choice": choice, onclick: () => decide(item, "answer", { answer: choice }) }, choice))));
   } else {
-    const text = el("input", { type: "text", class: "free-answer", "aria-label": "answer" });
+    const text = el("input", { type: "text", class: "free-answer", "aria-label": "answer",
+      placeholder: "Type your answer (the agent takes it as a fact)" });
     parts.push(el("div", { class: "row" }, text,
       el("button", { type: "button", class: "answer", onclick: () => decide(item, "answer", { answer: text.value }) }, "Answer")));
   }
@@ -236,7 +331,8 @@ function fieldInput(field) {
     input = el("input", { type: "checkbox", "data-field": field.name });
   } else {
     const html = { number: "number", integer: "number", date: "date" }[type] || "text";
-    input = el("input", { type: html, "data-field": field.name, step: type === "number" ? "any" : null, required: field.required !== false });
+    input = el("input", { type: html, "data-field": field.name, step: type === "number" ? "any" : null,
+      required: field.required !== false, placeholder: field.description || type });
   }
   const read = () => {
     if (type === "boolean") return input.checked;
@@ -245,7 +341,10 @@ function fieldInput(field) {
     if (type === "integer") return parseInt(input.value, 10);
     return input.value;
   };
-  const label = el("label", {}, el("span", {}, field.name + (field.required === false ? "" : " *")), input,
+  // Each field says its type, so a person knows "next friday" will not do for a date.
+  const kindShown = type === "enum" || field.choices ? "one of" : type;
+  const label = el("label", {}, el("span", {}, field.name + (field.required === false ? "" : " *"),
+    el("span", { class: "field-type", "data-role": "field-type" }, kindShown)), input,
     field.description ? el("small", { class: "hint" }, field.description) : "");
   return { field, read, label };
 }

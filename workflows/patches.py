@@ -1,0 +1,77 @@
+"""Every `workflow.patched` flag of the agent workflow, in one place.
+
+A change that would make a recorded history replay differently is guarded by a
+patch: histories recorded before it replay the old way, runs started since take
+the new one. Each patch leaves a `core_patch` marker in every run that asks for
+it, so a run started by today's code asks only for the newest patch: a history
+that holds its marker was made by code that had every older patch, so all of
+them are taken as given and no other marker is written (one marker a run, not
+six). Runs recorded before the newest patch ask for each older one, in the
+order they always did, so their markers are met where they were made.
+
+A patch can be retired (its old branch deleted, its `patched` call made
+`deprecate_patch`, then removed) once no session that started before it can
+still be running or replayed: after the longest idle timeout (7 days by
+default) past the deploy that introduced it, plus the retention of any
+history an operator may still reset or replay. Each note says what the old
+branch does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from temporalio import workflow
+
+# Sessions recorded before this continue as new only between turns.
+HAND_OVER_ANYWHERE = "continue-as-new-inside-turns-and-pauses"
+# Sessions started before this publish no search attributes and know no proofs.
+PUBLISH_AND_VERIFY = "search-attributes-claims-verified-decisions"
+# Sessions started before this checked edited arguments against MCP schemas' regexes in the
+# workflow (see catalog/schema_tools.py, without_regexes).
+EDITS_WITHOUT_REGEXES = "edited-arguments-without-schema-regexes"
+# Sessions started before this took the catalog's verdict from the model activity's result, which
+# anyone who reaches the frontend can complete in its place.
+VERDICTS_BY_LOCAL_ACTIVITY = "catalog-verdicts-by-local-activity"
+# Runs that trusted the model activity's "run" for tools the local activity had judged auto-run
+# in the run, arguments aside (the hole AUTHORIZATION_MODEL closes).
+VERDICTS_CACHED_PER_RUN = "catalog-verdicts-cached-per-run"
+# Runs that judge every reply's calls in the worker with the operator's policy, bind proofs to the
+# whole decision and refuse them across a reset, remember approvals only for their requester's
+# calls, and say on each pause why it waits. The newest: it implies every patch above.
+AUTHORIZATION_MODEL = "operator-policy-bound-proofs-judged-calls"
+# Asked when a session closes / when a waiter arrives, not at run start (their markers sit there).
+CLOSE_AFTER_NOTIFICATIONS = "close-after-notifications"  # before it: closed with notifications in flight
+WAITERS_BOUNDED = "wait-until-settled-bounded"  # before it: any number of wait_until_settled waited
+
+
+@dataclass(frozen=True)
+class Behaviours:
+    """Which side of each patch this run is on, decided once as the run starts."""
+
+    hands_over_anywhere: bool = True
+    publishes_and_verifies: bool = True
+    edits_without_regexes: bool = True
+    verdicts_by_local_activity: bool = True
+    verdicts_cached_per_run: bool = True
+    authorization_model: bool = True
+
+    @classmethod
+    def at_run_start(cls) -> Behaviours:
+        """Asked before any local activity: a replay must meet the markers in the order they were made."""
+        if workflow.patched(AUTHORIZATION_MODEL):
+            return cls()
+        return cls(
+            hands_over_anywhere=workflow.patched(HAND_OVER_ANYWHERE),
+            publishes_and_verifies=workflow.patched(PUBLISH_AND_VERIFY),
+            edits_without_regexes=workflow.patched(EDITS_WITHOUT_REGEXES),
+            verdicts_by_local_activity=workflow.patched(VERDICTS_BY_LOCAL_ACTIVITY),
+            verdicts_cached_per_run=workflow.patched(VERDICTS_CACHED_PER_RUN),
+            authorization_model=False,
+        )
+
+    def closes_after_notifications(self) -> bool:
+        return self.authorization_model or workflow.patched(CLOSE_AFTER_NOTIFICATIONS)
+
+    def bounds_waiters(self) -> bool:
+        return self.authorization_model or workflow.patched(WAITERS_BOUNDED)

@@ -1,0 +1,214 @@
+"""The operator's policy: the floor every session stands on, however it was started.
+
+`HITL_POLICY` names a JSON file the operator controls (INTERFACE.md, "Operator
+policy"). The API reads it for who may start sessions and who operates them;
+the worker reads it when it judges each tool call (a recorded local activity,
+so a replay sees the verdict the policy gave then) and when a session starts,
+to refuse input that would loosen it. A session's own rules may only add.
+
+Pure: no I/O but `policy_from_env`, so the workflow, the API and the inbox
+share one reading of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Annotated, Any, Iterable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from workflows.forms import describe_validation_error
+
+ANYONE = "*"
+Approval = Literal["always", "never", "tool"]
+
+
+class PolicyError(ValueError):
+    """A policy file that cannot be used; the message says which and why, in one line."""
+
+
+class ToolRule(BaseModel):
+    """What the operator says of the tools a key (a name or a glob) matches."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    approval: Approval = "tool"
+    approvers: list[str] | None = None  # people or @groups
+    required_approvals: Annotated[int, Field(ge=1, le=20)] | None = None
+    four_eyes: bool = False
+    remember: bool = True
+
+
+class SessionRule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    verified: Literal["required", "optional"] = "optional"
+    may_start: list[str] = Field(default_factory=lambda: [ANYONE])
+
+
+class WhenUntrusted(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    require_approval: list[str] = Field(default_factory=list)
+
+
+class ToolFloor(BaseModel):
+    """The policy's word on one tool, resolved: what a planned call carries into its pause."""
+
+    key: str
+    approval: Approval = "tool"
+    approvers: list[str] | None = None  # people, groups expanded
+    required_approvals: int = 1
+    four_eyes: bool = False
+    remember: bool = True
+
+    @property
+    def line(self) -> str:
+        return f"operator policy tools.{self.key}"
+
+
+class OperatorPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    groups: dict[str, list[str]] = Field(default_factory=dict)
+    operators: list[str] = Field(default_factory=list)
+    sessions: SessionRule = Field(default_factory=SessionRule)
+    tools: dict[str, ToolRule] = Field(default_factory=dict)
+    untrusted_output: list[str] = Field(default_factory=list)
+    when_untrusted: WhenUntrusted = Field(default_factory=WhenUntrusted)
+
+    # ------------------------------------------------------------ people
+
+    def expand(self, names: Iterable[str]) -> set[str]:
+        """People and @groups as people (groups may name groups; a cycle ends where it repeats)."""
+        people: set[str] = set()
+        seen: set[str] = set()
+        pending = list(names)
+        while pending:
+            name = pending.pop()
+            if not name.startswith("@"):
+                people.add(name)
+            elif name not in seen:
+                seen.add(name)
+                pending.extend(self.groups.get(name[1:], []))
+        return people
+
+    def is_operator(self, person: str | None) -> bool:
+        return person is not None and person in self.expand(self.operators)
+
+    def may_start(self, person: str | None) -> bool:
+        allowed = self.sessions.may_start
+        return ANYONE in allowed or (person is not None and person in self.expand(allowed))
+
+    # ------------------------------------------------------------- tools
+
+    def rule_for(self, tool: str) -> tuple[str, ToolRule] | None:
+        """The rule a tool falls under: its own name first, else the most specific glob."""
+        if tool in self.tools:
+            return tool, self.tools[tool]
+        matching = [key for key in self.tools if fnmatchcase(tool, key)]
+        if not matching:
+            return None
+        key = max(matching, key=lambda key: (len(key.replace("*", "").replace("?", "")), key))
+        return key, self.tools[key]
+
+    def floor_for(self, tool: str) -> ToolFloor | None:
+        found = self.rule_for(tool)
+        if found is None:
+            return None
+        key, rule = found
+        return ToolFloor(
+            key=key, approval=rule.approval, required_approvals=rule.required_approvals or 1,
+            approvers=sorted(self.expand(rule.approvers)) if rule.approvers is not None else None,
+            four_eyes=rule.four_eyes, remember=rule.remember,
+        )
+
+    def first_untrusted(self, results: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
+        """The first (tool, call id) whose output the policy does not trust."""
+        return next(((tool, call_id) for tool, call_id in results if matches(tool, self.untrusted_output)), None)
+
+    def needs_approval_when_untrusted(self, tool: str) -> bool:
+        return matches(tool, self.when_untrusted.require_approval)
+
+    # ----------------------------------------------------- session input
+
+    def loosened_by(self, session: dict[str, Any], known_tools: Iterable[str] = ()) -> list[str]:
+        """What a session's input would loosen; each problem names the key and the policy."""
+        problems: list[str] = []
+        tools = sorted(set(known_tools) | {key for key in self.tools if not _is_glob(key)})
+        if not self.may_start(session.get("by")):
+            problems.append(f"by: {session.get('by') or 'nobody named'} may not start sessions under the operator's "
+                            "policy (sessions.may_start)")
+        if self.sessions.verified == "required" and not session.get("verified_decisions"):
+            problems.append("verified_decisions: the operator's policy requires verified sessions")
+        for entry in session.get("auto_approve") or []:
+            covered = [tool for tool in tools if fnmatchcase(tool, entry)] if entry != ANYONE else tools
+            always = [tool for tool in covered if (floor := self.floor_for(tool)) and floor.approval == "always"]
+            if entry == ANYONE and any(rule.approval == "always" for rule in self.tools.values()):
+                always = always or [key for key, rule in self.tools.items() if rule.approval == "always"]
+            if always:
+                problems.append(f"auto_approve: {entry!r} covers {', '.join(always)}, which the operator's policy "
+                                "says always needs approval")
+        for tool, people in (session.get("approvers") or {}).items():
+            for name in tools if tool == ANYONE else [tool]:
+                floor = self.floor_for(name)
+                if floor is None or floor.approvers is None:
+                    continue
+                outside = sorted(self.expand(people) - set(floor.approvers))
+                if outside:
+                    problems.append(f"approvers: {', '.join(outside)} may not decide {name} under the operator's "
+                                    f"policy ({floor.line})")
+        escalated = self.expand(session.get("escalate_to") or [])
+        for name in tools:
+            floor = self.floor_for(name)
+            outside = sorted(escalated - set(floor.approvers)) if floor and floor.approvers is not None else []
+            if outside:
+                problems.append(f"escalate_to: {', '.join(outside)} may not decide {name} under the operator's "
+                                f"policy ({floor.line})")
+        for tool, count in (session.get("required_approvals") or {}).items():
+            for name in tools if tool == ANYONE else [tool]:
+                floor = self.floor_for(name)
+                if floor is not None and count < floor.required_approvals:
+                    problems.append(f"required_approvals: {name} needs {floor.required_approvals} under the "
+                                    f"operator's policy, not {count}")
+        return problems
+
+
+def matches(tool: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatchcase(tool, pattern) for pattern in patterns)
+
+
+def _is_glob(key: str) -> bool:
+    return any(char in key for char in "*?[")
+
+
+def parse_policy(text: str, source: str = "HITL_POLICY") -> OperatorPolicy:
+    try:
+        policy = OperatorPolicy.model_validate(json.loads(text))
+    except json.JSONDecodeError as error:
+        raise PolicyError(f"{source}: not JSON: {error}") from None
+    except ValidationError as error:
+        raise PolicyError(f"{source}: {describe_validation_error(error)}") from None
+    for key in policy.tools:
+        floor = policy.floor_for(key)
+        if floor and floor.approvers is not None and floor.required_approvals > len(floor.approvers):
+            raise PolicyError(f"{source}: tools.{key} needs {floor.required_approvals} approvals but only "
+                              f"{len(floor.approvers)} people may approve it")
+        if floor and floor.approvers == []:
+            raise PolicyError(f"{source}: tools.{key}: nobody may decide it (its approvers are empty)")
+    return policy
+
+
+def policy_from_env(environ: dict[str, str] | None = None) -> OperatorPolicy | None:
+    """The policy `HITL_POLICY` names, read now; None without the variable."""
+    path = (environ if environ is not None else os.environ).get("HITL_POLICY", "").strip()
+    if not path:
+        return None
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise PolicyError(f"HITL_POLICY={path}: cannot read it: {error.strerror or error}") from None
+    return parse_policy(text, f"HITL_POLICY={path}")
