@@ -37,6 +37,7 @@ from api.reading import limits_from_env
 from decision_keys import KeyConfigError
 from decision_keys import signing_key as read_signing_key
 from settings import DATA_CONVERTER
+from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
 
 # The Web UI of `temporal server start-dev`, and the one docker-compose.yml runs, as a browser
 # may spell either.
@@ -157,15 +158,9 @@ class NotFramed:
         await self.app(scope, receive, with_headers)
 
 
-def operator_policy() -> Any:
-    """The operator's policy from HITL_POLICY (workflows/policy.py), None without one. A malformed
-    file raises workflows.policy.PolicyError with a one-line reason."""
-    try:
-        from workflows.policy import policy_from_env
-    except ModuleNotFoundError:  # a tree from before the policy existed: nothing to read unless asked
-        if os.environ.get("HITL_POLICY"):
-            raise RuntimeError("HITL_POLICY is set but this version has no operator policy (workflows/policy.py)") from None
-        return None
+def operator_policy() -> OperatorPolicy | None:
+    """The operator's policy from HITL_POLICY (workflows/policy.py), None without one; a malformed
+    file raises PolicyError with a one-line reason."""
     return policy_from_env()
 
 
@@ -188,11 +183,7 @@ def serve(host: str | None = None, port: int | None = None) -> None:
         refuse_an_open_codec(host)
         app = create_app(bind_host=host)
         signing_key()  # a malformed key stops the server now; a local key file is made now
-    except (TokenFileError, KeyConfigError, StartRefused) as error:
-        sys.exit(f"error: {error}")
-    except Exception as error:  # a malformed HITL_POLICY (workflows.policy.PolicyError): one line, no trace
-        if type(error).__name__ != "PolicyError":
-            raise
+    except (TokenFileError, KeyConfigError, PolicyError, StartRefused) as error:
         sys.exit(f"error: {error}")
     uvicorn.run(app, host=host, port=port or int(os.environ.get("HITL_API_PORT", "8000")))
 
