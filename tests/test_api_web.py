@@ -103,8 +103,9 @@ async def test_before_signing_in_only_the_sign_in_form_shows(api: Api, browser: 
 
 async def test_approve_with_an_edited_argument_and_see_the_result_arrive_live(api: Api, browser: Any) -> None:
     (api.agent.workspace / "draft.txt").write_text("an old draft\n")
-    waiting = await api.start("bob", "book a flight to Beijing")  # stays in bob's inbox: a question
-    started = await api.start("bob", "please delete notes.txt <b>not bold</b>")
+    # ana's sessions, bob one of their participants: he may decide
+    waiting = await api.start("ana", "book a flight to Beijing", participants=["bob"])  # stays in bob's inbox: a question
+    started = await api.start("ana", "please delete notes.txt <b>not bold</b>", participants=["bob"])
     session, call = started["session_id"], started["pending"][0]["call_id"]
 
     await asyncio.to_thread(browser.get, api.base + "/")
@@ -160,7 +161,8 @@ async def test_the_card_shows_what_the_model_said_and_an_edit_as_a_diff(scripted
     fake.script(completion({"role": "assistant", "content": "I will send Ana the lunch note now.", "tool_calls": [
         {"id": "e1", "type": "function", "function": {"name": "send_email", "arguments": json.dumps(email)}}]}),
         text("sent"))
-    session = (await api.start("ana", "tell ana lunch is at noon", approval_timeout_seconds=300))["session_id"]
+    session = (await api.start("ana", "tell ana lunch is at noon", approval_timeout_seconds=300,
+                               participants=["bob"]))["session_id"]
     await sign_in(browser, api, "bob")
     await until(browser, click(f'button.item[data-session="{session}"]'))
     card = '.pending-item[data-call="e1"]'
