@@ -48,7 +48,8 @@ async def inbox(
     if policy is None:
         query += f' AND (HitlApprovers = "{escaped(person)}" OR HitlApprovers IS NULL)'
     try:
-        rows = await listed(client, query)
+        with request.app.state.reads.slot(person):  # one of the person's reads (api/reading.py)
+            rows = await listed(client, query)
     except RPCError as error:
         if error.status == RPCStatusCode.INVALID_ARGUMENT and "Hitl" in error.message:
             raise HTTPException(503, f"this namespace lacks the sessions' search attributes ({error.message})") from None
