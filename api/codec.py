@@ -36,7 +36,7 @@ from api.reading import setting
 router = APIRouter(prefix="/codec", tags=["codec"])
 
 OWN_NAMES = ("localhost", "127.0.0.1", "::1")
-LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
 
 
 @dataclass
@@ -67,7 +67,7 @@ def host_name(host_header: str) -> str:
 
 
 def is_loopback(bind_host: str) -> bool:
-    return bind_host.strip("[]").lower() in LOOPBACK or bind_host.startswith("127.")
+    return bind_host.strip("[]").lower() in OWN_NAMES or bind_host.startswith("127.")
 
 
 def door_of(request: Request) -> CodecDoor:
