@@ -18,6 +18,8 @@ from typing import Any, Callable, Iterator
 
 from fastapi import HTTPException
 
+from workflows.limits import json_size
+
 
 def setting(name: str, default: int) -> int:
     value = os.environ.get(name)
@@ -67,29 +69,37 @@ class PerPerson:
 
 @dataclass
 class ClosedReads:
-    """Answers about closed runs, least recently used dropped first beyond `entries`."""
+    """Answers about closed runs, least recently used dropped first beyond `entries` answers or
+    `max_bytes` of them (as JSON); an answer larger than a quarter of that is not kept."""
 
     entries: int
-    answers: OrderedDict[tuple[str, str, str], Any] = field(default_factory=OrderedDict)
+    max_bytes: int = 64_000_000
+    answers: OrderedDict[tuple[str, str, str], tuple[Any, int]] = field(default_factory=OrderedDict)
+    size: int = 0
     hits: int = 0
 
     def get(self, key: tuple[str, str, str]) -> Any | None:
         if key in self.answers:
             self.answers.move_to_end(key)
             self.hits += 1
-            return self.answers[key]
+            return self.answers[key][0]
         return None
 
     def put(self, key: tuple[str, str, str], answer: Any) -> None:
-        self.answers[key] = answer
-        self.answers.move_to_end(key)
-        while len(self.answers) > self.entries:
-            self.answers.popitem(last=False)
+        weight = json_size(answer)
+        if weight > self.max_bytes // 4:
+            return
+        if key in self.answers:
+            self.size -= self.answers.pop(key)[1]
+        self.answers[key] = (answer, weight)
+        self.size += weight
+        while self.answers and (len(self.answers) > self.entries or self.size > self.max_bytes):
+            self.size -= self.answers.popitem(last=False)[1][1]
 
 
 def limits_from_env() -> tuple[PerPerson, PerPerson, ClosedReads]:
     return (
         PerPerson("reads", setting("HITL_API_READS_PER_PERSON", 8), "HITL_API_READS_PER_PERSON"),
         PerPerson("event streams", setting("HITL_API_STREAMS_PER_PERSON", 10), "HITL_API_STREAMS_PER_PERSON"),
-        ClosedReads(setting("HITL_API_CLOSED_CACHE", 256)),
+        ClosedReads(setting("HITL_API_CLOSED_CACHE", 256), setting("HITL_API_CLOSED_CACHE_BYTES", 64_000_000)),
     )

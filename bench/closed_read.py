@@ -75,7 +75,7 @@ async def bench(steps: int, reads: int, folder: Path) -> str:
                     history = await measure_history(client, session_id)
 
                     kept = app.state.closed_reads
-                    app.state.closed_reads = type(kept)(entries=0)  # nothing kept: every read replays
+                    app.state.closed_reads = type(kept)(entries=0, max_bytes=0)  # nothing kept: every read replays
                     replayed = await timed_reads(http, session_id, reads)
                     app.state.closed_reads = kept
                     cached = await timed_reads(http, session_id, reads)
