@@ -21,7 +21,7 @@ from settings import DATA_CONVERTER
 
 # The search attributes every session keeps current (INTERFACE.md, "Finding
 # waiting sessions"). Other servers get them with `temporal operator
-# search-attribute create` (README; docker-compose.yml's setup service).
+# search-attribute create` (docs/production.md; docker-compose.yml's setup service).
 SEARCH_ATTRIBUTES = {
     "HitlState": "Keyword",
     "HitlPendingTools": "KeywordList",

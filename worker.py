@@ -54,7 +54,7 @@ VERSIONING_BEHAVIORS = {"auto_upgrade": VersioningBehavior.AUTO_UPGRADE, "pinned
 
 @dataclass(frozen=True)
 class WorkerTuning:
-    """What an operator tunes per deployment (README, "Running workers in production").
+    """What an operator tunes per deployment (docs/production.md, "Running workers in production").
 
     The defaults are the SDK's except two. Graceful shutdown is 0 s here (the
     SDK's, for in-process workers in tests and the demo) but 10 s for
@@ -117,7 +117,7 @@ class WorkerTuning:
             if not self.build_id:
                 raise SystemExit("worker: HITL_DEPLOYMENT_NAME needs HITL_BUILD_ID (worker versioning)")
             # Worker versioning: the server routes each session's tasks to a
-            # build of this deployment (see the README, "Deploying a new build").
+            # build of this deployment (see docs/production.md, "Deploying a new build").
             options["deployment_config"] = WorkerDeploymentConfig(
                 version=WorkerDeploymentVersion(self.deployment_name, self.build_id),
                 use_worker_versioning=True,

@@ -310,8 +310,9 @@ class Chat:
         card = dict(item)
         if card.get("requested_by") == self.by:
             card.pop("led_by", None)
-        if card["kind"] == "question":
-            card.pop("because", None)  # the model asked: that is what a question is
+        if card["kind"] == "question":  # the model asked: that is what a question is, and what its tool does
+            card.pop("because", None)
+            card.pop("description", None)
         say("\n".join([headline(card), *context_lines(card)]))
 
     async def edited_args(self, args: dict[str, Any]) -> dict[str, Any]:

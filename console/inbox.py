@@ -169,7 +169,7 @@ async def read_inbox(
             raise
         raise InboxUnavailable(
             f"this namespace lacks the sessions' search attributes ({error.message}); create them with "
-            "`temporal operator search-attribute create` (README, \"Finding waiting sessions on your own server\")"
+            "`temporal operator search-attribute create` (docs/production.md, \"Finding waiting sessions on your own server\")"
         ) from None
     for item in items:
         item.age_seconds = max(0.0, (now - item.requested_at).total_seconds())

@@ -15,11 +15,10 @@ import sys
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from workflows.conversation import HUMAN_ANSWER_MARK
-
 # C0 but newline and tab, DEL, C1, and the bidi embeddings, overrides and isolates.
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 TOOL_OUTPUT_PREFIX = "[output of tool "
+HUMAN_ANSWER_PREFIX = "[answer from a person"  # workflows/conversation.py's HUMAN_ANSWER_MARK
 
 
 def shown(text: Any) -> str:
@@ -48,12 +47,13 @@ def print_json(value: Any) -> None:
 
 
 def result_line(content: str | None, width: int = 200) -> str:
-    """The first line of a tool result worth showing (past the product's "output of tool" mark
-    or its frame of a person's answer),
+    """The first line of a tool result worth showing (past the product's "output of tool" mark),
     cut at `width`, with " …" when more follows."""
     lines = (content or "").strip().splitlines() or [""]
-    if lines[0].startswith((TOOL_OUTPUT_PREFIX, HUMAN_ANSWER_MARK)) and len(lines) > 1:
-        lines = lines[1:]  # the product's frame, for the model: a person reads what follows
+    # Past the product's frames: a tool's "output of tool" mark, a person's "answer from a person"
+    # (which no tool output can carry: activities/mcp/results.py defuses imitations).
+    if lines[0].startswith((TOOL_OUTPUT_PREFIX, HUMAN_ANSWER_PREFIX)) and len(lines) > 1:
+        lines = lines[1:]
     return lines[0][:width] + (" …" if len(lines) > 1 else "")
 
 

@@ -25,7 +25,7 @@ def model_warning(environ: os._Environ[str] | dict[str, str] = os.environ) -> st
 def tokens_warning(environ: os._Environ[str] | dict[str, str] = os.environ) -> str | None:
     if not environ.get("HITL_API_TOKENS"):
         return ("warning: HITL_API_TOKENS is not set, so nobody can sign in: every route but /, /healthz and "
-                "/codec answers 401; name a JSON file {\"<token>\": \"<person>\"} (README: the web inbox)")
+                "/codec answers 401; name a JSON file {\"<token>\": \"<person>\"} (README, \"People anywhere\")")
     return None
 
 

@@ -252,6 +252,21 @@ async def gated_agent(env: WorkflowEnvironment, workspace: Path) -> AsyncIterato
         yield running, model
 
 
+# A test that needs any of these runs against a real Temporal dev server.
+SERVER_FIXTURES = {"env", "skipping_env"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tiers (`./test.sh -m unit` is the fast one): a test is `unit` when it needs no Temporal
+    server, `integration` when it does, `system` when its module says so (the product's own
+    processes, a browser, a killed server). `./test.sh` alone runs every tier."""
+    for item in items:
+        if item.get_closest_marker("system"):
+            continue
+        needs_server = SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
+        item.add_marker(pytest.mark.integration if needs_server else pytest.mark.unit)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Exit with pytest's own status, skipping the interpreter teardown that can

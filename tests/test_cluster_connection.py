@@ -17,6 +17,8 @@ from tests.conftest import eventually
 from tests.stack import run_starter
 from tests.tls_proxy import Certificates, TlsTerminatingProxy, make_certificates
 
+pytestmark = pytest.mark.system  # the product's own processes, or a server started, killed or proxied here
+
 API_KEY = "hitl-test-api-key-6d1f"
 
 

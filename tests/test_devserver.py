@@ -1,12 +1,17 @@
+
 """The embedded dev server (demo, benchmarks) registers the sessions' search attributes."""
 
 from __future__ import annotations
+
+import pytest
 
 import json
 import re
 from pathlib import Path
 
 from devserver import SEARCH_ATTRIBUTES
+
+pytestmark = pytest.mark.system  # the product's own processes, or a server started, killed or proxied here
 from tests.stack import private_dev_server, temporal_cli
 
 

@@ -1,6 +1,9 @@
+
 """A pause outlives the processes around it: workers and the server itself."""
 
 from __future__ import annotations
+
+import pytest
 
 import uuid
 from pathlib import Path
@@ -13,6 +16,8 @@ from devserver import FAST_SQLITE, free_port, temporal_binary
 from settings import DATA_CONVERTER
 from tests.conftest import Agent, assert_well_formed, pending_items, pending_of_kind, record_if_asked, settled
 from worker import build_worker
+
+pytestmark = pytest.mark.system  # the product's own processes, or a server started, killed or proxied here
 from workflows.agent import AgentWorkflow
 
 

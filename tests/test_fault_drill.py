@@ -1,3 +1,4 @@
+
 """The fault drill: sessions keep their promises while workers and the server are killed.
 
 Two worker processes (tests/fault_worker.py) share one task queue; a chaos
@@ -18,6 +19,8 @@ makes the same choices, though the machine's timing still varies.
 """
 
 from __future__ import annotations
+
+import pytest
 
 import asyncio
 import itertools
@@ -41,6 +44,8 @@ from temporalio.service import RPCError
 from devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 from tests.conftest import record_if_asked
 from tests.fault_worker import evidence, read_log
+
+pytestmark = pytest.mark.system  # the product's own processes, or a server started, killed or proxied here
 from workflows.agent import AgentWorkflow
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -782,7 +782,8 @@ def test_the_demo_prints_what_the_readme_shows(checkout: Path) -> None:
         assert terminal.exit_status(timeout=60) == 0, terminal.screen
     finally:
         terminal.kill()
-    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", terminal.screen)  # a spinner's cursor moves, if any
+    # The spinner line is erased (ESC[2K) and redrawn between printed lines: an erase ends a line too.
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", terminal.screen.replace("\x1b[2K", "\n"))
     printed = {line.rstrip() for line in re.split(r"[\r\n]+", plain)}
     missing = [line for line in shown.splitlines() if line.rstrip() not in printed]
     assert not missing, f"the README shows lines the demo does not print: {missing}\n{terminal.screen}"

@@ -1,7 +1,10 @@
+
 """The same worker scales out: processes on one task queue share sessions, and
 when one dies the others take over its sessions within about a second."""
 
 from __future__ import annotations
+
+import pytest
 
 import asyncio
 import signal
@@ -17,6 +20,8 @@ from bench.load import start_worker
 from bench.sticky import approval_wait, until_polling
 from tests.conftest import pending_items, settled
 from tests.stack import Ran, run_product
+
+pytestmark = pytest.mark.system  # the product's own processes, or a server started, killed or proxied here
 from workflows.agent import AgentWorkflow
 
 SESSIONS = 10

@@ -274,7 +274,7 @@ async def test_the_demo_keeps_its_files_private(tmp_path: Path, monkeypatch: pyt
     """The dev server's database and log, and the seeded workspace, are the user's alone."""
 
     class NoChat:
-        def __init__(self, *args: Any) -> None:
+        def __init__(self, *args: Any, **options: Any) -> None:
             pass
 
         async def run(self) -> int:

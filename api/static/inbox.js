@@ -191,7 +191,7 @@ function context(item) {
   row("Asked by", "asked-by", [item.requested_by || "someone unnamed", " ", trustBadge(item)]);
   if (item.led_by) row("Their message", "led-by", item.led_by, "quote");
   if (item.model_text) row("The model said", "model-text", item.model_text, "quote");
-  if (item.description || item.destructive) {
+  if ((item.description && item.kind !== "question") || item.destructive) {  // a question's tool is the question
     row("The tool", "description", [item.description || item.tool, item.destructive ? badge("destructive") : ""]);
   }
   if (item.because) row("Needs a person", "because", item.because);
