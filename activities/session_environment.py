@@ -45,7 +45,7 @@ class SessionEnvironment:
         registered = [name for name in SEARCH_ATTRIBUTE_NAMES if name in known]
         missing = sorted(set(SEARCH_ATTRIBUTE_NAMES) - set(registered))
         if missing:
-            log.warning("search attributes not registered: %s (see README, 'Finding waiting sessions')", ", ".join(missing))
+            log.warning("search attributes not registered: %s (see docs/production.md, 'Finding waiting sessions on your own server')", ", ".join(missing))
         self._registered = (time.monotonic(), registered)
         return registered
 

@@ -90,6 +90,12 @@ class SchemaToolSpec(ToolSpec):
     annotations: dict[str, Any] | None = None
     policy_note: str = ""
 
+    @property
+    def hints(self) -> dict[str, Any] | None:
+        """The server's annotations, as the definition fingerprint (ToolSpec.definition_sha256) reads them:
+        a server that changes what it claims changes the definition a session pinned."""
+        return self.annotations
+
     def policy(self) -> str:
         text = super().policy()
         hints = ", ".join(key for key, value in (self.annotations or {}).items() if key.endswith("Hint") and value is True)

@@ -167,6 +167,7 @@ def tool(
     *,
     needs_approval: ApprovalPolicy = False,
     review: bool = False,
+    destructive: bool = False,
     name: str | None = None,
     catalog: ToolCatalog = CATALOG,
 ) -> Any:
@@ -174,7 +175,8 @@ def tool(
 
     `needs_approval` is a flag or a predicate on the validated arguments, e.g.
     `needs_approval=lambda a: a.amount > 100`; with `review=True` the tool
-    runs and a person reviews its result before the model sees it.
+    runs and a person reviews its result before the model sees it; `destructive=True` says so on
+    the approver's card.
     """
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -188,6 +190,7 @@ def tool(
                 needs_approval=needs_approval,
                 review=review,
                 context_parameter=context_parameter,
+                destructive=destructive,
             )
         )
         return fn

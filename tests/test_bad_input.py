@@ -105,7 +105,8 @@ async def test_answers_outside_the_choices_are_refused(openai_agent: tuple[Agent
     await session.execute_update("answer_update", {"answer": "Business"})
 
     await settled(session)
-    assert fake.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": "q1", "content": "business"}
+    # The choice as listed, framed by the product as a person's answer (workflows/conversation.py).
+    assert fake.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": "q1", "content": "[answer from a person]\nbusiness"}
 
 
 async def test_a_form_answer_is_checked_field_by_field(openai_agent: tuple[Agent, FakeOpenAI]) -> None:
@@ -122,7 +123,7 @@ async def test_a_form_answer_is_checked_field_by_field(openai_agent: tuple[Agent
     await session.execute_update("answer_update", {"answer": {"origin": "Paris", "date": "2026-12-24", "seats": "2"}})
 
     await settled(session)
-    assert fake.requests[1]["messages"][-1]["content"] == '{"origin": "Paris", "date": "2026-12-24", "seats": 2}'
+    assert fake.requests[1]["messages"][-1]["content"] == '[answer from a person]\n{"origin": "Paris", "date": "2026-12-24", "seats": 2}'
 
 
 async def test_paths_that_leave_the_workspace_are_refused_to_the_model(openai_agent: tuple[Agent, FakeOpenAI]) -> None:

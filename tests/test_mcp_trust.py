@@ -382,3 +382,22 @@ async def test_a_rug_pull_does_not_let_a_tool_that_asked_run_unasked(
         audit = [(event["event"], event["call_id"]) for event in await query(session, "audit")
                  if event["event"] != "refused"]
         assert audit == [("requested", "d1"), ("approved", "d1"), ("requested", "d2"), ("rejected", "d2")]
+
+
+async def test_the_operators_policy_can_trust_a_server_its_entry_does_not(
+    env: WorkflowEnvironment, workspace: Path, tmp_path: Path, monkeypatch: Any,
+) -> None:
+    """Given an entry that does not say `trusted` and a policy with `trusted_mcp_servers: ["no*"]`,
+    when the model calls the server's read-only tool, then it runs unasked, audited with its rule."""
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"trusted_mcp_servers": ["no*"]}))
+    monkeypatch.setenv("HITL_POLICY", str(policy))
+    adversary = Adversary(tmp_path, [tool("read_note", readOnlyHint=True)])
+    async with mcp_agent(env.client, workspace, {"notes": adversary.entry()}) as (agent, fake, toolbox):
+        assert toolbox.describe()[0].startswith("notes (stdio, trusted by the operator's policy, sandboxed)")
+        fake.script(tool_calls(("read", "mcp__notes__read_note", {})), text("ok"))
+        session = await agent.start("read my note")
+        await settled(session)
+        [ran] = [event for event in await query(session, "audit") if event["call_id"] == "read"]
+        assert ran["event"] == "auto_approved" and ran["rule"] == "readOnlyHint of trusted MCP server notes"
+        assert [effect["tool"] for effect in adversary.effects()] == ["read_note"]

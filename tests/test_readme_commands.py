@@ -86,6 +86,8 @@ NOT_RUN = {
     DEV_SERVER: "a dev server on the README's port 7233; the tests start the same server (devserver.py) on their own "
                 "ports, and test_the_printed_dev_server_registers_what_the_sessions_need checks these flags",
     "temporal server start-dev": "named in prose: the whole line printed above it is checked",
+    "temporal workflow reset": "named in the security model; tests/test_authorization.py resets sessions through "
+                               "the same frontend call and replays old proofs against them",
     "tail -f workspace/notifications.jsonl": "follows a file for ever; the escalation tests read the same notifications",
     "./demo.sh": "the same script as ./demo.sh --session other, which runs; `demo` is only the default session id",
     "temporal workflow cancel": "named in prose; test_recovery.py cancels a session through Temporal",
@@ -544,7 +546,7 @@ async def test_the_inbox_and_watch_work_as_printed(env: WorkflowEnvironment, def
         await eventually(lambda: read_inbox(client), lambda inbox: any(item.session_id == "watch-1" for item in inbox.items))
         out = await printed.run("python starter.py inbox")
         assert re.search(r"^ *WAITING  SESSION +CALL +KIND +ASKED BY +DUE +WHAT$", out, re.M), out
-        assert re.search(r'^ *\d+[smhd]  watch-1 +call_1 +approval +unnamed \(asserted\) +in 23 h +delete_file\(path="notes.txt"\)$',
+        assert re.search(r'^ *\d+[smhd]  watch-1 +call_1 +approval +unnamed \(asserted\) +in 23 h +delete_file\(path="notes.txt"\)  \[destructive\]$',
                          out, re.M), out
         out = await printed.run("python starter.py inbox --for ana")
         assert re.search(r"  watch-1 +call_1 +approval  ", out), out

@@ -28,8 +28,10 @@ async def test_a_message_while_a_call_is_pending_settles_it_first(agent: Agent) 
     assert "notes.txt" in status["last_answer"]  # the search found the note
     assert await session.query("pending") == []
     audit = await session.query("audit")
-    assert [event["event"] for event in audit] == ["requested", "cancelled"]
-    assert "moved on" in audit[-1]["reason"]
+    # the deletion settled as moved on; the search ran unasked, audited with the rule that let it
+    assert [(event["event"], event["tool"]) for event in audit] == [
+        ("requested", "delete_file"), ("cancelled", "delete_file"), ("auto_approved", "search_web")]
+    assert "moved on" in audit[1]["reason"]
 
 
 async def test_steering_joins_the_running_turn_at_the_next_step(gated_agent: tuple[Agent, GatedModel]) -> None:

@@ -298,7 +298,7 @@ class AgentWorkflow:
         if self.verifier.required and not self.verifier.trusted_keys:
             raise ApplicationError(
                 "invalid session input: verified_decisions needs a worker that trusts the API's signing key "
-                "(HITL_TRUSTED_KEYS, or the key file the API creates; see README)",
+                "(HITL_TRUSTED_KEYS, or the key file the API creates; see docs/interface.md, 'The HTTP API and the web inbox')",
                 type="InvalidSessionInput", non_retryable=True,
             )
         self.publisher.start(facts.registered_search_attributes)

@@ -256,7 +256,8 @@ class Pauses(BaseModel):
             answer = check_answer(decision.answer, item.choices, item.fields)
         except ValueError as error:
             raise Refusal(f"answer refused: {error}", code="invalid") from None
-        return _settle(item, "answered", now, decision.by, result=answer_as_tool_result(answer))
+        return _settle(item, "answered", now, decision.by,
+                       result=answer_as_tool_result(answer, by=decision.by, verified=item.verified is True))
 
     def _reject(self, item: PendingCall, decision: Reject, now: datetime) -> Settlement:
         reason = decision.reason or "no reason given"
@@ -275,7 +276,7 @@ class Pauses(BaseModel):
         comment = f"\n\nReviewer's comment: {decision.comment}" if decision.comment else ""
         if decision.result is None:
             return _settle(item, "approved", now, decision.by, result=f"{item.result}{comment}", comment=decision.comment)
-        edited = answer_as_tool_result(decision.result)
+        edited = decision.result if isinstance(decision.result, str) else json.dumps(decision.result, ensure_ascii=False)
         if utf8_size(edited) > MAX_ANSWER:
             raise Refusal(f"the replacement result is longer than {MAX_ANSWER} bytes", code="invalid")
         text = f"A person ({decision.by or 'unnamed'}) edited this result before you saw it.\n\n{edited}{comment}"

@@ -79,6 +79,9 @@ class OperatorPolicy(BaseModel):
     tools: dict[str, ToolRule] = Field(default_factory=dict)
     untrusted_output: list[str] = Field(default_factory=list)
     when_untrusted: WhenUntrusted = Field(default_factory=WhenUntrusted)
+    # MCP servers (names or globs of HITL_MCP_CONFIG's entries) whose annotations decide, as an
+    # entry's own `"trusted": true` would (docs/mcp.md): the operator's word, not the server's.
+    trusted_mcp_servers: list[str] = Field(default_factory=list)
 
     # ------------------------------------------------------------ people
 
@@ -129,6 +132,9 @@ class OperatorPolicy(BaseModel):
     def first_untrusted(self, results: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
         """The first (tool, call id) whose output the policy does not trust."""
         return next(((tool, call_id) for tool, call_id in results if matches(tool, self.untrusted_output)), None)
+
+    def trusts_mcp_server(self, server: str) -> bool:
+        return matches(server, self.trusted_mcp_servers)
 
     def needs_approval_when_untrusted(self, tool: str) -> bool:
         return matches(tool, self.when_untrusted.require_approval)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from mcp import types
 
 from activities.mcp.config import ServerEntry
+from workflows.policy import PolicyError, policy_from_env
 
 
 @dataclass(frozen=True)
@@ -47,12 +48,13 @@ def policy_for(server: str, entry: ServerEntry, tool: types.Tool, offered_as: st
     read_only = hints.readOnlyHint is True
     destructive = not read_only and hints.destructiveHint is True  # shown to the approver, trusted or not
     claimed = hints_of(tool)
+    trusted = entry.trusted or policy_trusts(server)
     override = entry.override_for(tool.name, offered_as)
     if override == "require":
         needs, rule, why = True, None, f"require_approval of MCP server {server}"
     elif override == "auto":
         needs, rule, why = False, f"auto_approve of MCP server {server}", f"auto_approve of MCP server {server}"
-    elif entry.trusted:
+    elif trusted:
         needs = not read_only
         rule = f"readOnlyHint of trusted MCP server {server}" if not needs else None
         why = rule or f"trusted MCP server {server} does not mark it read-only"
@@ -61,5 +63,15 @@ def policy_for(server: str, entry: ServerEntry, tool: types.Tool, offered_as: st
     if entry.says_idempotent(tool.name, offered_as):
         repeatable = True
     else:
-        repeatable = entry.trusted and not needs and (read_only or hints.idempotentHint is True)
+        repeatable = trusted and not needs and (read_only or hints.idempotentHint is True)
     return McpPolicy(needs, destructive, repeatable, rule=rule, hints=claimed, why=why)
+
+
+def policy_trusts(server: str) -> bool:
+    """Whether the operator's policy, as its file says now, trusts the server (a policy that cannot
+    be read trusts none)."""
+    try:
+        policy = policy_from_env()
+    except PolicyError:
+        return False
+    return policy is not None and policy.trusts_mcp_server(server)

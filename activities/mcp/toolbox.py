@@ -27,7 +27,7 @@ from mcp.shared.exceptions import McpError
 
 from activities.mcp.config import ServerEntry, config_from_env
 from activities.mcp.connection import CallInterrupted, ServerConnection, ServerUnavailable
-from activities.mcp.policy import policy_for
+from activities.mcp.policy import policy_for, policy_trusts
 from activities.mcp.sandbox import bwrap_path, bwrap_problem
 from activities.mcp.results import as_tool_output, defused, result_text
 from activities.tools.errors import ToolError
@@ -83,7 +83,7 @@ class McpToolbox:
             state = f"{len(self.offered[name])} tools" if connection.sessions_opened else f"not reachable ({connection.last_error})"
             skipped = f"; skipped {', '.join(self.skipped[name])}" if self.skipped[name] else ""
             entry = self.entries[name]
-            trust = "trusted" if entry.trusted else "untrusted"
+            trust = "trusted" if entry.trusted else "trusted by the operator's policy" if policy_trusts(name) else "untrusted"
             where = "" if entry.command is None else (", not sandboxed" if name in self.unsandboxed() else ", sandboxed")
             lines.append(f"{name} ({entry.transport}, {trust}{where}): {state}{skipped}")
         return lines

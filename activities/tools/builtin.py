@@ -97,7 +97,7 @@ def _read_document(folder: int, name: str, reserved: set[Identity]) -> str | Non
         return source.read(MAX_DOCUMENT_BYTES).decode("utf-8", errors="replace")
 
 
-@tool(needs_approval=True)
+@tool(needs_approval=True, destructive=True)
 def delete_file(path: str, context: ToolContext) -> str:
     """Delete a file inside the workspace."""
     with Workspace(context.workspace) as workspace:
