@@ -7,9 +7,9 @@ rule the decision routes apply. A row claimed by someone else stays, marked
 with `claimed_by` and `claim_until`: the claim is bounded, and the others
 should see who holds the call and until when.
 
-The list is narrowed by `HitlApprovers` (the caller, or no approvers named)
-when there is no operator policy; with one, a group may name the caller, so
-every waiting session is listed and the memos decide.
+The list is narrowed by `HitlApprovers`: sessions whose open calls name the
+caller or one of the caller's policy groups, or name nobody (then the owner,
+participants and operators decide, which the memos tell).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from temporalio.api.workflowservice.v1 import ListWorkflowExecutionsRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.access import Policy, SessionFacts, may_decide
+from api.access import Policy, SessionFacts, expanded, may_decide
 from api.auth import caller
 from api.gateway import temporal
 from api.guard import policy_of
@@ -44,9 +44,7 @@ async def inbox(
     gateway = temporal(request)
     client = await gateway.get()
     policy = policy_of(request)
-    query = visibility_query(await gateway.queue())
-    if policy is None:
-        query += f' AND (HitlApprovers = "{escaped(person)}" OR HitlApprovers IS NULL)'
+    query = visibility_query(await gateway.queue()) + approvers_filter(person, policy)
     try:
         with request.app.state.reads.slot(person):  # one of the person's reads (api/reading.py)
             rows = await listed(client, query)
@@ -60,6 +58,14 @@ async def inbox(
         item.age_seconds = max(0.0, (now - item.requested_at).total_seconds())
     items.sort(key=lambda item: (item.requested_at, item.session_id, item.call_id))
     return items[:LIMIT]
+
+
+def approvers_filter(person: str, policy: Policy | None) -> str:
+    """Sessions whose calls may name `person`: by name, by one of their groups, or nobody named."""
+    groups = policy.groups if policy is not None else {}
+    names = [person, *(f"@{group}" for group in sorted(groups) if person in expanded([f"@{group}"], policy))]
+    listed = ", ".join(f'"{escaped(name)}"' for name in names)
+    return f" AND (HitlApprovers IN ({listed}) OR HitlApprovers IS NULL)"
 
 
 def decides(person: str, session: SessionFacts, item: InboxItem, policy: Policy | None) -> bool:

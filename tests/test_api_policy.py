@@ -66,10 +66,12 @@ async def test_a_group_decides_an_operator_sees_and_steers_and_nobody_else_sees_
     session, [item] = started["session_id"], started["pending"]
     assert set(item["approvers"]) == {"bob", "carol"}  # @oncall, as the worker expanded it
 
-    rows = await eventually(lambda: inbox(api, "carol"), lambda rows: any(row["session_id"] == session for row in rows))
+    by_group = (await api.start("ana", "please delete notes.txt", approvers={"delete_file": ["@oncall"]}))["session_id"]
+    rows = await eventually(lambda: inbox(api, "carol"),
+                            lambda rows: {session, by_group} <= {row["session_id"] for row in rows})
     assert [row["call_id"] for row in rows if row["session_id"] == session] == [item["call_id"]]
     assert [row for row in await inbox(api, "ana") if row["session_id"] == session] == []  # hers, not hers to decide
-    assert [row for row in await inbox(api, "dave") if row["session_id"] == session] == []
+    assert [row for row in await inbox(api, "dave") if row["session_id"] in (session, by_group)] == []
     async with api.as_("dave") as dave, api.as_("olga") as olga, api.as_("ana") as ana, api.as_("bob") as bob:
         assert (await dave.get(f"/sessions/{session}")).status_code == 404
         assert (await olga.get(f"/sessions/{session}/transcript")).status_code == 200  # an operator reads any session
