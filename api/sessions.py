@@ -22,6 +22,8 @@ from temporalio.service import RPCError
 from api.access import may_start
 from api.auth import caller
 from api.calls import proof_for
+from console.summary import session_summary
+from settings import ENCRYPTED
 from api.gateway import reason_of, run_query, send_update, temporal
 from api.guard import Grant, allowed, policy_of, refuse_unless, session_read
 from console.sessions import read_all
@@ -101,10 +103,11 @@ async def start_session(request: Request, body: dict[str, Any] = Body(...), pers
         request.app.state.signer()  # on one machine, the key file a worker trusts exists before the session
     gateway = temporal(request)
     client = await gateway.get()
+    summary, details = session_summary(workflow_input, session_id, started_with="the HTTP API", encrypted=ENCRYPTED)
     start = WithStartWorkflowOperation(
         AgentWorkflow.run, workflow_input, id=session_id, task_queue=await gateway.queue(),
         id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-        static_summary=f"Agent session by {person}, started through the HTTP API",
+        static_summary=summary, static_details=details,  # type: ignore[arg-type]  # plain payloads: see console/summary.py
         memo={SESSION_MEMO: session_memo(workflow_input)},
     )
     try:

@@ -195,3 +195,11 @@ async def test_a_decision_over_temporals_payload_limit_is_503_and_the_call_still
         assert (await http.get(f"/sessions/{session}/pending")).json()[0]["call_id"] == call
         rejected = await http.post(f"/sessions/{session}/calls/{call}/reject", json={"reason": "too big, then fine"})
         assert rejected.status_code == 200, rejected.text
+
+
+async def test_a_session_started_through_the_api_has_a_summary_and_details_in_the_temporal_ui(api: Api) -> None:
+    started = await api.start("ana", "please delete notes.txt")
+    described = await api.agent.client.get_workflow_handle(started["session_id"]).describe()
+    assert await described.static_summary() == "Agent session by ana: please delete notes.txt"
+    details = await described.static_details()
+    assert f"`{started['session_id']}`, started with `the HTTP API` by ana" in (details or "")
