@@ -133,6 +133,11 @@ class WorkerTuning:
         return text
 
 
+# What build_worker runs with when given no tuning (in-process workers: tests, the demo).
+# The tests' every-task-replays tier replaces it with a cache of 0 (tests/conftest.py).
+DEFAULT_TUNING = WorkerTuning()
+
+
 def build_worker(
     client: Client,
     task_queue: str,
@@ -158,7 +163,7 @@ def build_worker(
         # size check would turn a caller's oversized Update into a task that fails for
         # ever. The server still refuses anything it would store over its limits.
         disable_payload_error_limit=True,
-        **(tuning or WorkerTuning()).worker_options(),
+        **(tuning or DEFAULT_TUNING).worker_options(),
     )
 
 
