@@ -23,6 +23,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from activities.mcp import McpConfigError, McpToolbox, toolbox_from_env
 from activities.notify import NotifyActivities
+from activities.observed_model import observed
 from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, judge_calls, unknown_tools
 from activities.session_environment import SessionEnvironment
 from activities.run_tool import ToolActivities
@@ -30,6 +31,7 @@ from exit_cleanly import exit_now
 from settings import Settings, connect
 from workflows.agent import AgentWorkflow
 from workflows.arity import OneArgument
+from workflows.metrics import SessionMetrics
 from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
 
 
@@ -40,7 +42,7 @@ SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
     "pydantic", "pydantic_core", "annotated_types", "typing_inspection",
     "workflows.conversation", "workflows.forms", "workflows.pauses", "workflows.planning",
     "workflows.requests", "workflows.rules", "workflows.session", "workflows.limits", "workflows.handover",
-    "workflows.events", "workflows.identity", "workflows.proofs", "workflows.visibility", "workflows.policy", "cryptography",
+    "workflows.events", "workflows.metrics", "workflows.identity", "workflows.proofs", "workflows.visibility", "workflows.policy", "cryptography",
     "catalog", "jsonschema",
 )
 
@@ -148,7 +150,7 @@ def build_worker(
     tuning: WorkerTuning | None = None,
 ) -> Worker:
     workspace.mkdir(parents=True, exist_ok=True)
-    model, notify = ModelActivities(backend, client), NotifyActivities(workspace, notify_url)
+    model, notify = ModelActivities(observed(backend), client), NotifyActivities(workspace, notify_url)
     environment = SessionEnvironment(client)
     tools = tools or ToolActivities(workspace)
     return Worker(
@@ -158,7 +160,8 @@ def build_worker(
         activities=[model.call_model, tools.run_tool, notify.notify, unknown_tools, catalog_verdicts, judge_calls,
                     environment.session_environment, environment.session_facts],
         workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX),
-        interceptors=[OneArgument()],  # a signal or Update sent with no or several arguments
+        # A signal or Update sent with no or several arguments; the Updates validators refuse, counted.
+        interceptors=[OneArgument(), SessionMetrics()],
         # A rejected Update is answered with the request it rejects; the worker's own
         # size check would turn a caller's oversized Update into a task that fails for
         # ever. The server still refuses anything it would store over its limits.

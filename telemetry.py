@@ -1,0 +1,112 @@
+"""What operators see: Prometheus metrics and OpenTelemetry traces, both off by default.
+
+Metrics are the Temporal SDK's own exporter (the Rust core serves `/metrics`), so a
+process that asks for them serves the SDK's series (workflow task latency, sticky
+cache, polls, requests) and the product's (`hitl_*`, docs/observability.md) on one
+port: `HITL_METRICS_PORT` for a worker, `HITL_API_METRICS_PORT` for the API.
+
+Traces go through `temporalio.contrib.opentelemetry.TracingInterceptor` on every client
+(worker, API, starter), so an API request, the workflow it signals and the model and
+tool activities that follow are one trace. `HITL_OTEL=1` or the standard
+`OTEL_EXPORTER_OTLP_ENDPOINT` turns them on; the exporter and the service name come
+from the standard `OTEL_*` variables. Temporal's contrib module needs opentelemetry-sdk
+(`temporalio[opentelemetry]`), which the lock files do not carry yet: asked for without
+it, a process stops at start with that reason.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+
+NEEDS_SDK = ("tracing needs opentelemetry-sdk (pip install 'temporalio[opentelemetry]'), "
+             "and an exporter to send spans to (pip install opentelemetry-exporter-otlp)")
+
+
+class TelemetryError(ValueError):
+    """A setting that cannot be honoured; the process stops at start with this reason."""
+
+
+def bind_address(setting: str) -> str:
+    """`9464` listens on every interface (Prometheus scrapes from elsewhere); `127.0.0.1:9464` on one."""
+    text = setting.strip()
+    host, _, port = text.rpartition(":") if ":" in text else ("0.0.0.0", ":", text)
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise TelemetryError(f"a metrics port must be a port number or host:port, not {setting!r}")
+    return f"{host or '0.0.0.0'}:{port}"
+
+
+def metrics_runtime(setting: str) -> Runtime:
+    """A Temporal runtime whose core serves Prometheus metrics at `setting` (see bind_address).
+    The SDK's own series keep its defaults (durations in milliseconds), as Temporal's dashboards read them."""
+    address = bind_address(setting)
+    try:
+        return Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=address)))
+    except Exception as error:  # the core's own message: the port is taken, the address unknown, ...
+        raise TelemetryError(f"cannot serve metrics on {address}: {error}") from None
+
+
+def serve_metrics(variable: str, environ: Mapping[str, str] = os.environ) -> str | None:
+    """With `variable` set, every client this process connects from now on reports to a
+    Prometheus endpoint there. Call before the first client connects. The address, or None."""
+    setting = environ.get(variable, "").strip()
+    if not setting:
+        return None
+    Runtime.set_default(metrics_runtime(setting), error_if_already_set=False)
+    return f"http://{bind_address(setting)}/metrics"
+
+
+def tracing_wanted(environ: Mapping[str, str] = os.environ) -> bool:
+    flag = environ.get("HITL_OTEL", "").strip().lower()
+    if flag in ("0", "false", "no", "off"):
+        return False
+    return flag in ("1", "true", "yes", "on") or bool(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip())
+
+
+def start_tracing(service: str, environ: Mapping[str, str] = os.environ) -> str | None:
+    """Tracing for this process when asked for: the tracer provider already installed (by
+    `opentelemetry-instrument`, or a test), else one that sends spans over OTLP. None when off."""
+    if not tracing_wanted(environ):
+        return None
+    import opentelemetry.trace
+
+    try:
+        import temporalio.contrib.opentelemetry  # noqa: F401 (imports the SDK: fail here, not at the first call)
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as error:
+        raise TelemetryError(f"{NEEDS_SDK} ({error})") from None
+    if not isinstance(opentelemetry.trace.get_tracer_provider(), opentelemetry.trace.ProxyTracerProvider):
+        return "spans go to the tracer provider already installed"
+    provider = TracerProvider(resource=Resource.create({"service.name": environ.get("OTEL_SERVICE_NAME") or service}))
+    provider.add_span_processor(BatchSpanProcessor(otlp_exporter(environ)))
+    opentelemetry.trace.set_tracer_provider(provider)
+    return f"spans over OTLP to {environ.get('OTEL_EXPORTER_OTLP_ENDPOINT') or 'the exporter default'}"
+
+
+def otlp_exporter(environ: Mapping[str, str]) -> Any:
+    """OTLP over the protocol OTEL_EXPORTER_OTLP_PROTOCOL names (grpc unless http/protobuf)."""
+    try:
+        if environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc").startswith("http"):
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        else:
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    except ImportError as error:
+        raise TelemetryError(f"{NEEDS_SDK} ({error})") from None
+    return OTLPSpanExporter()
+
+
+def client_interceptors(environ: Mapping[str, str] = os.environ) -> list[Any]:
+    """What every Temporal client gets (settings.connect). A worker built on a client takes
+    the client's interceptors that are worker interceptors too, so this one also traces
+    the workflow and its activities."""
+    if not tracing_wanted(environ):
+        return []
+    try:
+        from temporalio.contrib.opentelemetry import TracingInterceptor
+    except ImportError as error:
+        raise TelemetryError(f"{NEEDS_SDK} ({error})") from None
+    return [TracingInterceptor()]
