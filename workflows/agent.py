@@ -127,6 +127,9 @@ NOTIFY_CALL = dict(
 HAND_OVER_ANYWHERE = "continue-as-new-inside-turns-and-pauses"
 # Sessions closed before this change may have ended with a notification in flight.
 CLOSE_AFTER_NOTIFICATIONS = "close-after-notifications"
+# Sessions cancelled before this change closed in the task the cancel arrived in.
+CLOSE_AFTER_CANCEL_GRACE = "close-after-cancel-grace"
+CANCEL_GRACE = timedelta(seconds=1)
 # Sessions started before this change publish no search attributes and know no proofs.
 PUBLISH_AND_VERIFY = "search-attributes-claims-verified-decisions"
 # Sessions started before this change checked edited arguments against MCP schemas' regexes in
@@ -285,7 +288,15 @@ class AgentWorkflow:
         """Update handlers still replying, and notifications still being sent, finish before the
         run ends. An activity that completes while the closing task is in flight makes Temporal
         fail that task (UnhandledCommand), which aborts any Update it carried: a person's cancel
-        would come back as an error."""
+        would come back as an error.
+
+        After a person's cancel the session closes a moment later, in a task its own timer
+        starts: what a client sends right after its cancel (an `approve`) arrives while the
+        cancel's task is in flight, and a closing completion that races a signal is failed by
+        the server (UNHANDLED_COMMAND) and retried, a failed task operators are paged for.
+        Arriving first, the signal is refused and audited like any other."""
+        if self.cancel_reason is not None and workflow.patched(CLOSE_AFTER_CANCEL_GRACE):
+            await workflow.sleep(CANCEL_GRACE)
         if workflow.patched(CLOSE_AFTER_NOTIFICATIONS):
             await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
         else:
