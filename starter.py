@@ -21,6 +21,7 @@ from exit_cleanly import exit_now
 from console.render import describe_pending, print_json, render_status, render_transcript
 from console.sessions import read_all
 from console.updates import execute_update_retrying
+import telemetry
 from settings import DATA_CONVERTER, ENCRYPTED, Settings, connect
 from workflows.agent import AgentWorkflow
 
@@ -270,7 +271,11 @@ def main() -> int:
         return asyncio.run(list_tools(args.json))
     settings = Settings.from_env()
     try:
+        telemetry.start("hitl-starter", None)
         return asyncio.run(run(args, settings))
+    except telemetry.TelemetryError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except RPCError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -281,6 +286,8 @@ def main() -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    finally:
+        telemetry.flush()
 
 
 if __name__ == "__main__":

@@ -43,9 +43,23 @@ def metrics_runtime(setting: str) -> Runtime:
     The SDK's own series keep its defaults (durations in milliseconds), as Temporal's dashboards read them."""
     address = bind_address(setting)
     try:
-        return Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=address)))
+        return Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(
+            bind_address=address, histogram_bucket_overrides=product_buckets())))
     except Exception as error:  # the core's own message: the port is taken, the address unknown, ...
         raise TelemetryError(f"cannot serve metrics on {address}: {error}") from None
+
+
+def product_buckets() -> dict[str, list[float]]:
+    """The product's histograms are in seconds; the core's default buckets are for milliseconds."""
+    from activities.observed_model import MODEL_CALL_SECONDS
+    from api.observed import API_REQUEST_SECONDS
+    from workflows.metrics import DECISION_SECONDS
+
+    return {
+        DECISION_SECONDS: [1, 5, 15, 30, 60, 120, 300, 900, 1800, 3600, 4 * 3600, 86400],  # people
+        MODEL_CALL_SECONDS: [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120],
+        API_REQUEST_SECONDS: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    }
 
 
 def serve_metrics(variable: str, environ: Mapping[str, str] = os.environ) -> str | None:
@@ -110,3 +124,23 @@ def client_interceptors(environ: Mapping[str, str] = os.environ) -> list[Any]:
     except ImportError as error:
         raise TelemetryError(f"{NEEDS_SDK} ({error})") from None
     return [TracingInterceptor()]
+
+
+def start(service: str, metrics_variable: str | None, environ: Mapping[str, str] = os.environ) -> list[str]:
+    """Metrics and tracing for a process, as its environment asks; what it turned on, for
+    the start-up lines. Before the process's first client connects."""
+    lines = []
+    if metrics_variable and (address := serve_metrics(metrics_variable, environ)):
+        lines.append(f"metrics: Prometheus at {address}")
+    if tracing := start_tracing(service, environ):
+        lines.append(f"traces: {tracing}")
+    return lines
+
+
+def flush() -> None:
+    """Send the spans still buffered (a CLI command ends with os._exit, see exit_cleanly.py)."""
+    import opentelemetry.trace
+
+    force_flush = getattr(opentelemetry.trace.get_tracer_provider(), "force_flush", None)
+    if force_flush is not None:
+        force_flush()

@@ -27,6 +27,7 @@ from activities.observed_model import observed
 from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, judge_calls, unknown_tools
 from activities.session_environment import SessionEnvironment
 from activities.run_tool import ToolActivities
+import telemetry
 from exit_cleanly import exit_now
 from settings import Settings, connect
 from workflows.agent import AgentWorkflow
@@ -231,6 +232,11 @@ async def main() -> None:
     except (McpConfigError, PolicyError) as error:
         raise SystemExit(f"worker: {error}") from None
     print(f"worker: operator policy: {describe_policy(policy)}")
+    try:
+        for line in telemetry.start("hitl-worker", "HITL_METRICS_PORT"):  # before the first client connects
+            print(f"worker: {line}")
+    except telemetry.TelemetryError as error:
+        raise SystemExit(f"worker: {error}") from None
     client = await connect_with_patience(settings)
     async with mcp:
         await serve(client, settings, backend, tuning, extra, mcp)

@@ -22,8 +22,10 @@ from api import calls, codec, events, inbox, people, sessions, web
 from api.auth import StreamTickets, TokenBook, TokenFileError
 from api.body_limit import BodyLimit
 from api.gateway import Temporal, ticket_secret
+from api.observed import observe
 from decision_keys import KeyConfigError
 from decision_keys import signing_key as read_signing_key
+import telemetry
 from settings import DATA_CONVERTER
 
 # The Web UI of `temporal server start-dev`, and the one docker-compose.yml runs.
@@ -58,7 +60,8 @@ def create_app(
         allow_methods=["POST", "GET", "OPTIONS"],
         allow_headers=["Authorization", "Content-Type", "X-Namespace"],
     )
-    app.add_middleware(BodyLimit)  # added last: it runs first, before anything reads a body
+    app.add_middleware(BodyLimit)  # added last but one: it runs first, before anything reads a body
+    observe(app)  # around it, when operators asked for metrics or traces (docs/observability.md)
     app.include_router(codec.router)
     for resource in (sessions, calls, inbox, events, people, web):
         app.include_router(resource.router)
@@ -86,9 +89,11 @@ def serve(host: str | None = None, port: int | None = None) -> None:
     import uvicorn
 
     try:
+        for line in telemetry.start("hitl-api", "HITL_API_METRICS_PORT"):  # before the API's client connects
+            print(f"api: {line}")
         app = create_app()
         signing_key()  # a malformed key stops the server now; a local key file is made now
-    except (TokenFileError, KeyConfigError) as error:
+    except (TokenFileError, KeyConfigError, telemetry.TelemetryError) as error:
         sys.exit(f"error: {error}")
     uvicorn.run(
         app,

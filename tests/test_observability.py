@@ -1,0 +1,129 @@
+"""Operators can see it: Prometheus metrics from a real scrape, OpenTelemetry spans from the real SDK.
+
+Given a worker whose Temporal runtime serves Prometheus metrics, when a person works
+through a session (a pause, refused decisions, an approval), then a scrape of the
+worker's endpoint shows the product's series with their labels beside the SDK's own.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.runtime import Runtime
+from temporalio.testing import WorkflowEnvironment
+
+import telemetry
+from activities.openai_backend import OpenAIBackend
+from settings import DATA_CONVERTER
+from tests.conftest import SECRET_KEY, Agent, eventually, pending_items, settled
+from tests.fake_openai import FakeOpenAI, text, tool_calls
+from worker import build_worker
+
+SAMPLE = re.compile(r'^(?P<name>[a-zA-Z_:][\w:]*)(?:\{(?P<labels>.*)\})? (?P<value>\S+)$')
+LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def free_port() -> int:
+    """A port nothing listens on now (the Rust exporter cannot bind port 0 and say which it got)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def runtime_with_metrics() -> tuple[Runtime, str]:
+    """A runtime serving Prometheus metrics on a free loopback port; another port if it was taken meanwhile."""
+    for _ in range(5):
+        address = f"127.0.0.1:{free_port()}"
+        try:
+            return telemetry.metrics_runtime(address), f"http://{address}/metrics"
+        except telemetry.TelemetryError:
+            continue
+    raise AssertionError("no free port for the metrics endpoint in 5 tries")
+
+
+def samples(exposition: str) -> Iterator[tuple[str, dict[str, str], float]]:
+    for line in exposition.splitlines():
+        if match := SAMPLE.match(line):
+            yield match["name"], dict(LABEL.findall(match["labels"] or "")), float(match["value"])
+
+
+def value_of(exposition: str, name: str, **labels: str) -> float | None:
+    """The sum of the series called `name` whose labels include `labels`; None if there is none."""
+    found = [value for sample, have, value in samples(exposition)
+             if sample == name and all(have.get(key) == wanted for key, wanted in labels.items())]
+    return sum(found) if found else None
+
+
+async def scrape(url: str) -> str:
+    async with httpx.AsyncClient() as http:
+        response = await http.get(url, timeout=5)
+        response.raise_for_status()
+        return response.text
+
+
+@pytest.fixture
+async def metered_client(env: WorkflowEnvironment) -> tuple[Client, str]:
+    runtime, url = runtime_with_metrics()
+    client = await Client.connect(env.client.service_client.config.target_host, namespace=env.client.namespace,
+                                  data_converter=DATA_CONVERTER, runtime=runtime)
+    return client, url
+
+
+async def test_a_scrape_after_a_decided_pause_shows_the_products_series_with_their_labels(
+    metered_client: tuple[Client, str], workspace: Path
+) -> None:
+    client, url = metered_client
+    task_queue = f"hitl-metrics-{uuid.uuid4().hex[:8]}"
+    with FakeOpenAI() as fake:
+        fake.script(tool_calls(("call_1", "delete_file", {"path": "notes.txt"})), text("Deleted."))
+        backend = OpenAIBackend(api_key=SECRET_KEY, base_url=fake.base_url, default_model="test-model")
+        async with build_worker(client, task_queue, backend, workspace):
+            session = await Agent(client, task_queue, workspace).start("delete notes.txt please", model="my-model")
+            [item] = await pending_items(session)
+            await session.signal("approve", {"call_id": "call_nobody_made", "by": "ana"})  # refused by the handler
+            with pytest.raises(WorkflowUpdateFailedError):  # refused by the validator: no event, still counted
+                await session.execute_update("reject_update", {"call_id": "call_nobody_made", "by": "ana"})
+            await session.signal("approve", {"call_id": item["call_id"], "by": "ana"})
+            await settled(session)
+
+            def complete(text: str) -> bool:
+                return (value_of(text, "hitl_pause_decision_seconds_count") or 0) >= 1 and \
+                    (value_of(text, "hitl_refusals") or 0) >= 2
+            exposition = await eventually(lambda: scrape(url), complete)
+
+    assert value_of(exposition, "hitl_pauses_opened", kind="approval", tool="delete_file",
+                    task_queue=task_queue, workflow_type="AgentWorkflow") == 1
+    assert value_of(exposition, "hitl_pause_decision_seconds_count", kind="approval", outcome="approved") == 1
+    waited = value_of(exposition, "hitl_pause_decision_seconds_sum", kind="approval", outcome="approved")
+    assert waited is not None and 0 <= waited < 60
+    assert value_of(exposition, "hitl_pause_decision_seconds_bucket", outcome="approved", le="60") == 1, "buckets in seconds"
+    assert value_of(exposition, "hitl_refusals", verb="approve", reason="unknown_call") == 1
+    assert value_of(exposition, "hitl_refusals", verb="reject", reason="unknown_call") == 1
+    assert value_of(exposition, "hitl_model_call_seconds_count", model="my-model", system="openai", outcome="ok") == 2
+    assert value_of(exposition, "hitl_model_tokens", model="my-model", type="input") == 2
+    assert value_of(exposition, "hitl_model_tokens", model="my-model", type="output") == 2
+    # The SDK's own series come from the same endpoint.
+    assert value_of(exposition, "temporal_activity_execution_latency_count", activity_type="call_model") == 2
+    assert value_of(exposition, "temporal_workflow_task_execution_latency_count", task_queue=task_queue)
+
+
+def test_a_metrics_setting_is_a_port_or_an_address() -> None:
+    assert telemetry.bind_address("9464") == "0.0.0.0:9464"
+    assert telemetry.bind_address("127.0.0.1:9464") == "127.0.0.1:9464"
+    for wrong in ("", "metrics", "0", "70000", "host:"):
+        with pytest.raises(telemetry.TelemetryError):
+            telemetry.bind_address(wrong)
+
+
+def test_both_are_off_by_default() -> None:
+    assert telemetry.start("hitl-test", "HITL_METRICS_PORT", environ={}) == []
+    assert telemetry.client_interceptors(environ={}) == []
+    assert telemetry.tracing_wanted({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317"})
+    assert not telemetry.tracing_wanted({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", "HITL_OTEL": "0"})
