@@ -7,6 +7,7 @@ worker's endpoint shows the product's series with their labels beside the SDK's 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import socket
 import uuid
@@ -21,9 +22,11 @@ from temporalio.testing import WorkflowEnvironment
 
 import telemetry
 from activities.openai_backend import OpenAIBackend
-from settings import DATA_CONVERTER
-from tests.conftest import SECRET_KEY, Agent, eventually, pending_items, settled
+from settings import DATA_CONVERTER, Settings, connect
+from tests.api_server import signing_key  # noqa: F401 (a fixture)
+from tests.conftest import SECRET_KEY, Agent, eventually, pending_items, running_agent, settled
 from tests.fake_openai import FakeOpenAI, text, tool_calls
+from tests.api_server import serving
 from worker import build_worker
 
 SAMPLE = re.compile(r'^(?P<name>[a-zA-Z_:][\w:]*)(?:\{(?P<labels>.*)\})? (?P<value>\S+)$')
@@ -127,3 +130,65 @@ def test_both_are_off_by_default() -> None:
     assert telemetry.client_interceptors(environ={}) == []
     assert telemetry.tracing_wanted({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317"})
     assert not telemetry.tracing_wanted({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", "HITL_OTEL": "0"})
+
+
+# ------------------------------------------------------------------ traces
+
+
+@pytest.fixture(scope="module")
+def spans() -> Any:
+    """The real OpenTelemetry SDK, keeping every finished span in memory (set once per process)."""
+    pytest.importorskip("opentelemetry.sdk", reason="tracing needs opentelemetry-sdk (temporalio[opentelemetry])")
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    assert trace.get_tracer_provider() is provider, "another tracer provider was installed first"
+    return exporter
+
+
+async def test_one_trace_runs_from_the_api_request_through_the_workflow_to_the_model_and_the_tool(
+    env: WorkflowEnvironment, workspace: Path, signing_key: str, spans: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HITL_OTEL", "1")
+    assert telemetry.start("hitl-test", None) == ["traces: spans go to the tracer provider already installed"]
+    settings = dataclasses.replace(Settings.from_env(), connection={
+        "target_host": env.client.service_client.config.target_host, "namespace": env.client.namespace})
+    client = await connect(settings)  # as the worker, the API and the starter connect: traced
+    with FakeOpenAI() as fake:
+        fake.script(tool_calls(("call_1", "delete_file", {"path": "notes.txt"})), text("Deleted."))
+        backend = OpenAIBackend(api_key=SECRET_KEY, base_url=fake.base_url, default_model="test-model")
+        async for agent in running_agent(client, workspace, backend):
+            async with serving(agent) as api:
+                started = await api.start("ana", "delete notes.txt please", model="my-model")
+                session = client.get_workflow_handle(started["session_id"])
+                [item] = await pending_items(session)
+                async with api.as_("ana") as http:
+                    answer = await http.post(f"/sessions/{session.id}/calls/{item['call_id']}/approve", json={})
+                assert answer.status_code == 200, answer.text
+                await settled(session)
+
+    finished = spans.get_finished_spans()
+    by_name = {span.name: span for span in finished}
+    request = by_name["POST /sessions"]
+    assert request.kind.name == "SERVER" and request.parent is None
+    assert request.attributes["http.route"] == "/sessions" and request.attributes["http.response.status_code"] == 201
+    in_trace = {span.name: span for span in finished if span.context.trace_id == request.context.trace_id}
+    for name in ("StartUpdateWithStartWorkflow:AgentWorkflow", "RunWorkflow:AgentWorkflow", "StartActivity:call_model",
+                 "RunActivity:call_model", "chat my-model", "StartActivity:run_tool", "RunActivity:run_tool"):
+        assert name in in_trace, f"{name} is not in the request trace: {sorted(in_trace)}"
+    chat = in_trace["chat my-model"]
+    assert chat.parent.span_id == in_trace["RunActivity:call_model"].context.span_id
+    assert chat.kind.name == "CLIENT"
+    assert {key: chat.attributes[key] for key in ("gen_ai.operation.name", "gen_ai.system", "gen_ai.request.model",
+                                                   "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")} == {
+        "gen_ai.operation.name": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "my-model",
+        "gen_ai.usage.input_tokens": 1, "gen_ai.usage.output_tokens": 1}
+    approve = by_name["POST /sessions/{session_id}/calls/{call_id}/approve"]
+    update = next(span for span in finished if span.name == "StartWorkflowUpdate:approve_update")
+    assert update.context.trace_id == approve.context.trace_id, "the approval's Update joins the approval's request"
