@@ -117,6 +117,37 @@ async def test_a_scrape_after_a_decided_pause_shows_the_products_series_with_the
     assert value_of(exposition, "temporal_workflow_task_execution_latency_count", task_queue=task_queue)
 
 
+async def test_the_api_counts_its_requests_by_route_template_and_status(
+    env: WorkflowEnvironment, workspace: Path, signing_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    previous, url = Runtime.default(), None
+    for _ in range(5):  # as `starter.py serve` does before the API's client connects
+        monkeypatch.setenv("HITL_API_METRICS_PORT", f"127.0.0.1:{free_port()}")
+        try:
+            url = telemetry.serve_metrics("HITL_API_METRICS_PORT")
+            break
+        except telemetry.TelemetryError:
+            continue
+    assert url is not None
+    try:
+        async for agent in running_agent(env.client, workspace):
+            async with serving(agent) as api:
+                started = await api.start("ana", "hello")
+                async with api.as_("ana") as http:
+                    assert (await http.get(f"/sessions/{started['session_id']}")).status_code == 200
+                async with api.as_(None) as stranger:
+                    assert (await stranger.get(f"/sessions/{started['session_id']}")).status_code == 401
+        exposition = await scrape(url)
+    finally:
+        Runtime.set_default(previous, error_if_already_set=False)
+
+    assert value_of(exposition, "hitl_api_requests", method="POST", route="/sessions", status="201") == 1
+    assert value_of(exposition, "hitl_api_requests", method="GET", route="/sessions/{session_id}", status="200") == 1
+    assert value_of(exposition, "hitl_api_requests", method="GET", route="/sessions/{session_id}", status="401") == 1
+    assert value_of(exposition, "hitl_api_request_seconds_count", route="/sessions") == 1
+    assert started["session_id"] not in exposition, "a label per session would be a series per session"
+
+
 def test_a_metrics_setting_is_a_port_or_an_address() -> None:
     assert telemetry.bind_address("9464") == "0.0.0.0:9464"
     assert telemetry.bind_address("127.0.0.1:9464") == "127.0.0.1:9464"
