@@ -10,13 +10,16 @@ Traces go through `temporalio.contrib.opentelemetry.TracingInterceptor` on every
 tool activities that follow are one trace. `HITL_OTEL=1` or the standard
 `OTEL_EXPORTER_OTLP_ENDPOINT` turns them on; the exporter and the service name come
 from the standard `OTEL_*` variables. Temporal's contrib module needs opentelemetry-sdk
-(`temporalio[opentelemetry]`), which the lock files do not carry yet: asked for without
-it, a process stops at start with that reason.
+(`temporalio[opentelemetry]`), which the lock files do not carry yet: without it, HITL_OTEL=1
+stops a process at start with that reason, and an endpoint alone is warned about and ignored.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from functools import lru_cache
+from importlib.util import find_spec
 from typing import Any, Mapping
 
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
@@ -72,11 +75,26 @@ def serve_metrics(variable: str, environ: Mapping[str, str] = os.environ) -> str
     return f"http://{bind_address(setting)}/metrics"
 
 
+def tracing_asked(environ: Mapping[str, str] = os.environ) -> bool:
+    """HITL_OTEL=1: traces or stop. (An endpoint alone may be set cluster-wide for other programs.)"""
+    return environ.get("HITL_OTEL", "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def tracing_wanted(environ: Mapping[str, str] = os.environ) -> bool:
     flag = environ.get("HITL_OTEL", "").strip().lower()
     if flag in ("0", "false", "no", "off"):
         return False
-    return flag in ("1", "true", "yes", "on") or bool(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip())
+    if not (tracing_asked(environ) or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()):
+        return False
+    if tracing_asked(environ) or find_spec("opentelemetry.sdk") is not None:
+        return True
+    warn_once(f"telemetry: OTEL_EXPORTER_OTLP_ENDPOINT is set but {NEEDS_SDK}; no traces (HITL_OTEL=1 would stop here)")
+    return False
+
+
+@lru_cache(maxsize=None)
+def warn_once(text: str) -> None:
+    print(text, file=sys.stderr)
 
 
 def start_tracing(service: str, environ: Mapping[str, str] = os.environ) -> str | None:

@@ -11,6 +11,7 @@ import dataclasses
 import re
 import socket
 import uuid
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -159,7 +160,9 @@ def test_a_metrics_setting_is_a_port_or_an_address() -> None:
 def test_both_are_off_by_default() -> None:
     assert telemetry.start("hitl-test", "HITL_METRICS_PORT", environ={}) == []
     assert telemetry.client_interceptors(environ={}) == []
-    assert telemetry.tracing_wanted({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317"})
+    sdk_installed = find_spec("opentelemetry.sdk") is not None  # without it an endpoint alone is only warned about
+    assert telemetry.tracing_wanted({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317"}) == sdk_installed
+    assert telemetry.tracing_wanted({"HITL_OTEL": "1"})
     assert not telemetry.tracing_wanted({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", "HITL_OTEL": "0"})
 
 
