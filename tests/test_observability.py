@@ -29,6 +29,7 @@ from tests.conftest import SECRET_KEY, Agent, eventually, pending_items, running
 from tests.fake_openai import FakeOpenAI, text, tool_calls
 from tests.api_server import serving
 from worker import build_worker
+from workflows.metrics import reason_class
 
 SAMPLE = re.compile(r'^(?P<name>[a-zA-Z_:][\w:]*)(?:\{(?P<labels>.*)\})? (?P<value>\S+)$')
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -147,6 +148,23 @@ async def test_the_api_counts_its_requests_by_route_template_and_status(
     assert value_of(exposition, "hitl_api_requests", method="GET", route="/sessions/{session_id}", status="401") == 1
     assert value_of(exposition, "hitl_api_request_seconds_count", route="/sessions") == 1
     assert started["session_id"] not in exposition, "a label per session would be a series per session"
+
+
+def test_a_refusal_is_counted_by_the_class_of_its_reason_never_its_text() -> None:
+    classes = {
+        "unknown call_id 'call_9'": "unknown_call",
+        "bo may not decide delete_file; approvers: ana": "not_permitted",
+        "four-eyes rule: bo asked for this call and cannot approve it": "not_permitted",
+        "the proof was issued before the session was reset (2026-12-01T10:00:00+00:00); ask for a new one": "proof",
+        "the session is being cancelled; no decision is accepted": "closed",
+        "call_1 is already settled (approved)": "conflict",
+        "malformed approve: by: Input should be a valid string": "malformed",
+        "3 calls are pending (call_1, call_2, call_3); say which call_id to approve": "malformed",
+        "4 messages already wait for the agent; send this one once they are taken in": "busy",
+        "internal error: KeyError": "internal_error",
+        "something new": "other",
+    }
+    assert {reason: reason_class(reason) for reason in classes} == classes
 
 
 def test_a_metrics_setting_is_a_port_or_an_address() -> None:

@@ -28,12 +28,16 @@ DECISION_SECONDS = "hitl_pause_decision_seconds"
 REFUSALS = "hitl_refusals"
 
 # Read in order: the first class with a phrase found in a refusal's reason names it. The
-# words are the workflow's own refusals (and the HTTP API's statuses follow the same groups).
+# words are the workflow's own refusals; api/gateway.py's REFUSAL_STATUS groups the same
+# phrases into HTTP statuses (one table for both would be better: see docs/observability.md).
 REASON_CLASSES: list[tuple[str, tuple[str, ...]]] = [
     ("internal_error", ("internal error",)),
-    ("malformed", ("malformed", "do not fit", "invalid", "too long", "longer than", "arguments were sent")),
+    ("malformed", ("malformed", "do not fit", "invalid", "too long", "longer than", "arguments were sent",
+                   "say which call_id", "is a question", "use approve or reject")),
     ("unknown_call", ("unknown call_id", "nothing is pending")),
-    ("not_permitted", ("may not decide", "may decide", "four-eyes", "needs another person", "say who you are")),
+    ("not_permitted", ("may not decide", "may decide", "four-eyes", "needs another person", "say who you are",
+                       "does not let", "cannot remember")),
+    ("busy", ("already wait", "try again")),
     ("proof", ("proof", "verified", "signature", "reset")),
     ("closed", ("closed", "being cancelled")),
     ("conflict", ("already settled", "stale", "claimed by", "is not claimed", "already approved",
