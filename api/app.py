@@ -60,8 +60,8 @@ def create_app(
         allow_methods=["POST", "GET", "OPTIONS"],
         allow_headers=["Authorization", "Content-Type", "X-Namespace"],
     )
-    app.add_middleware(BodyLimit)  # added last but one: it runs first, before anything reads a body
-    observe(app)  # around it, when operators asked for metrics or traces (docs/observability.md)
+    app.add_middleware(BodyLimit)  # added late: it runs before anything reads a body
+    observe(app)  # around it (reading no body), when operators ask for metrics or traces (docs/observability.md)
     app.include_router(codec.router)
     for resource in (sessions, calls, inbox, events, people, web):
         app.include_router(resource.router)
