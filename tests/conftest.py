@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import pytest
-from temporalio.api.enums.v1 import WorkflowTaskFailedCause
+from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
@@ -114,8 +114,11 @@ async def failed_workflow_tasks(client: Client, query_text: str) -> list[str]:
             # A reset records a failed task where it cut the history, and one it cut short in
             # the run it ended (FORCE_CLOSE_COMMAND): those are the operator's, not the session's.
             if event.HasField("workflow_task_failed_event_attributes") and attributes.cause not in OPERATOR_CAUSES:
+                before = [EventType.Name(e.event_type).removeprefix("EVENT_TYPE_")
+                          for e in history.events if event.event_id - 8 <= e.event_id < event.event_id]
                 failed.append(f"{execution.id} event {event.event_id}: "
-                              f"{WorkflowTaskFailedCause.Name(attributes.cause)}: {attributes.failure.message[:300]}")
+                              f"{WorkflowTaskFailedCause.Name(attributes.cause)}: {attributes.failure.message[:300]} "
+                              f"(after {', '.join(before)})")
     return failed
 
 
