@@ -14,6 +14,7 @@ from temporalio.converter import DataConverter, DefaultFailureConverterWithEncod
 from temporalio.envconfig import ClientConfigProfile
 
 from encryption import codec_from_setting
+from telemetry import client_interceptors
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_ADDRESS = "localhost:7233"
@@ -89,4 +90,5 @@ class Settings:
 
 async def connect(settings: Settings) -> Client:
     connection = settings.connection or {"target_host": settings.address, "namespace": settings.namespace}
-    return await Client.connect(**connection, data_converter=DATA_CONVERTER)
+    # Tracing, when asked for (telemetry.py): the interceptor also traces a worker built on this client.
+    return await Client.connect(**connection, data_converter=DATA_CONVERTER, interceptors=client_interceptors())

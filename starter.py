@@ -22,6 +22,7 @@ from console.sessions import read_all
 from console.startup import model_warning
 from console.summary import session_summary
 from console.updates import execute_update_retrying
+import telemetry
 from settings import ENCRYPTED, Settings, connect
 from workflows.agent import AgentWorkflow
 
@@ -286,7 +287,11 @@ def main() -> int:
     if args.command == "demo" and (warning := model_warning()):  # the demo runs a worker; so does worker.py
         print(warning, file=sys.stderr)
     try:
+        telemetry.start("hitl-starter", None)
         return asyncio.run(run(args, settings))
+    except telemetry.TelemetryError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except RPCError as error:
         say(f"error: {error}", file=sys.stderr)
         return 1
@@ -297,6 +302,8 @@ def main() -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    finally:
+        telemetry.flush()
 
 
 if __name__ == "__main__":

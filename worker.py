@@ -24,15 +24,18 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities.mcp import McpConfigError, McpToolbox, toolbox_from_env
 from activities.mcp.sandbox import make_undumpable
 from activities.notify import NotifyActivities
+from activities.observed_model import observed
 from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, judge_calls, unknown_tools
 from activities.session_environment import SessionEnvironment
 from activities.run_tool import ToolActivities
 from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
 from console.startup import model_warning, quiet_expected_failures
+import telemetry
 from exit_cleanly import exit_now
 from settings import Settings, connect
 from workflows.agent import AgentWorkflow
 from workflows.arity import OneArgument
+from workflows.metrics import SessionMetrics
 from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
 
 
@@ -43,8 +46,8 @@ SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
     "pydantic", "pydantic_core", "annotated_types", "typing_inspection",
     "workflows.conversation", "workflows.forms", "workflows.pauses", "workflows.planning",
     "workflows.requests", "workflows.rules", "workflows.session", "workflows.limits", "workflows.handover",
-    "workflows.events", "workflows.identity", "workflows.proofs", "workflows.visibility", "workflows.policy",
-    "workflows.patches", "cryptography",
+    "workflows.events", "workflows.metrics", "workflows.identity", "workflows.proofs", "workflows.visibility",
+    "workflows.policy", "workflows.patches", "cryptography",
     "catalog", "jsonschema",
 )
 
@@ -137,6 +140,11 @@ class WorkerTuning:
         return text
 
 
+# What build_worker runs with when given no tuning (in-process workers: tests, the demo).
+# The tests' every-task-replays tier replaces it with a cache of 0 (tests/conftest.py).
+DEFAULT_TUNING = WorkerTuning()
+
+
 def build_worker(
     client: Client,
     task_queue: str,
@@ -147,7 +155,7 @@ def build_worker(
     tuning: WorkerTuning | None = None,
 ) -> Worker:
     workspace.mkdir(parents=True, exist_ok=True)
-    model, notify = ModelActivities(backend, client), NotifyActivities(workspace, notify_url)
+    model, notify = ModelActivities(observed(backend), client), NotifyActivities(workspace, notify_url)
     environment = SessionEnvironment(client)
     tools = tools or ToolActivities(workspace)
     return Worker(
@@ -157,12 +165,13 @@ def build_worker(
         activities=[model.call_model, tools.run_tool, notify.notify, unknown_tools, catalog_verdicts, judge_calls,
                     environment.session_environment, environment.session_facts],
         workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX),
-        interceptors=[OneArgument()],  # a signal or Update sent with no or several arguments
+        # A signal or Update sent with no or several arguments; the Updates validators refuse, counted.
+        interceptors=[OneArgument(), SessionMetrics()],
         # A rejected Update is answered with the request it rejects; the worker's own
         # size check would turn a caller's oversized Update into a task that fails for
         # ever. The server still refuses anything it would store over its limits.
         disable_payload_error_limit=True,
-        **(tuning or WorkerTuning()).worker_options(),
+        **(tuning or DEFAULT_TUNING).worker_options(),
     )
 
 
@@ -230,6 +239,11 @@ async def main() -> None:
     except (McpConfigError, PolicyError) as error:
         raise SystemExit(f"worker: {error}") from None
     print(f"worker: operator policy: {describe_policy(policy)}")
+    try:
+        for line in telemetry.start("hitl-worker", "HITL_METRICS_PORT"):  # before the first client connects
+            print(f"worker: {line}")
+    except telemetry.TelemetryError as error:
+        raise SystemExit(f"worker: {error}") from None
     client = await connect_with_patience(settings)
     async with mcp:
         await serve(client, settings, backend, tuning, extra, mcp)

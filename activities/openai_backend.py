@@ -27,6 +27,7 @@ from typing import Any, NoReturn
 import openai
 from temporalio.exceptions import ApplicationError
 
+from activities.observed_model import report_usage
 from activities.reply_bounds import MAX_CALL_ID_BYTES, MAX_TOOL_CALLS, bounded_reply, cut_bytes
 from workflows.conversation import FunctionCall, ModelReply, ToolCall
 from workflows.requests import ModelRequest
@@ -42,6 +43,8 @@ KEY_LIKE_TOKEN = re.compile(r"\b(sk|pk|rk)[-_][A-Za-z0-9_\-]{6,}")
 
 
 class OpenAIBackend:
+    gen_ai_system = "openai"  # for the model call's span (activities/observed_model.py)
+
     def __init__(self, api_key: str, base_url: str | None, default_model: str, timeout_seconds: float = 120) -> None:
         self.default_model = default_model
         self._secrets = tuple(s for s in {api_key, api_key.strip()} if len(s) >= 4)
@@ -105,6 +108,8 @@ def parse_reply(body: bytes) -> ModelReply:
         bad_response(f"'choices' is {json_kind(choices)}, not a list")
     if not choices:
         bad_response("the reply has no choices")
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    report_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), data.get("model"))
     choice = choices[0]
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):

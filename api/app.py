@@ -33,9 +33,11 @@ from api.auth import StreamTickets, TokenBook, TokenFileError, hide_queries_from
 from api.body_limit import BodyLimit
 from api.codec import CodecDoor, is_loopback
 from api.gateway import Temporal, ticket_secret
+from api.observed import observe
 from api.reading import limits_from_env
 from decision_keys import KeyConfigError
 from decision_keys import signing_key as read_signing_key
+import telemetry
 from settings import DATA_CONVERTER
 from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
 
@@ -83,7 +85,8 @@ def create_app(
         allow_headers=["Authorization", "Content-Type", "X-Namespace"],
     )
     app.add_middleware(NotFramed)
-    app.add_middleware(BodyLimit)  # added last: it runs first, before anything reads a body
+    app.add_middleware(BodyLimit)  # added late: it runs before anything reads a body
+    observe(app)  # around it (reading no body), when operators ask for metrics or traces (docs/observability.md)
     app.include_router(codec.router)
     for resource in (sessions, calls, inbox, events, people, web):
         app.include_router(resource.router)
@@ -181,9 +184,11 @@ def serve(host: str | None = None, port: int | None = None) -> None:
     host = host or os.environ.get("HITL_API_HOST", "127.0.0.1")
     try:
         refuse_an_open_codec(host)
+        for line in telemetry.start("hitl-api", "HITL_API_METRICS_PORT"):  # before the API's client connects
+            print(f"api: {line}")
         app = create_app(bind_host=host)
         signing_key()  # a malformed key stops the server now; a local key file is made now
-    except (TokenFileError, KeyConfigError, PolicyError, StartRefused) as error:
+    except (TokenFileError, KeyConfigError, PolicyError, StartRefused, telemetry.TelemetryError) as error:
         sys.exit(f"error: {error}")
     uvicorn.run(app, host=host, port=port or int(os.environ.get("HITL_API_PORT", "8000")))
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import pytest
+from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
@@ -21,7 +22,8 @@ from devserver import FAST_SQLITE, SEARCH_ATTRIBUTE_FLAGS, temporal_binary
 from exit_cleanly import exit_now
 from settings import DATA_CONVERTER
 from tests.fake_openai import FakeOpenAI
-from worker import build_worker
+import worker
+from worker import WorkerTuning, build_worker
 from workflows.agent import AgentWorkflow
 from workflows.conversation import ModelReply
 from workflows.requests import ModelRequest
@@ -30,6 +32,13 @@ T = TypeVar("T")
 RECORD_HISTORIES_TO = os.environ.get("HITL_RECORD_HISTORIES")
 SECRET_KEY = "sk-test-do-not-leak-7f3a"
 TIME_SKIPPING = ["--dynamic-config-value", "frontend.WorkflowTimeSkippingEnabled=true"]
+
+# The every-task-replays tier (tests/test_every_task_replays.py): with a cache of 0, each
+# workflow task of every session replays its whole history, so a session that decides from
+# anything a replay can see differently fails a task; the tier's agents check that none did.
+REPLAY_TIER_CACHE = os.environ.get("HITL_TEST_WORKFLOW_CACHE_SIZE", "").strip()
+if REPLAY_TIER_CACHE:
+    worker.DEFAULT_TUNING = WorkerTuning(max_cached_workflows=int(REPLAY_TIER_CACHE))
 
 
 @pytest.fixture(scope="session")
@@ -85,6 +94,32 @@ async def running_agent(client: Client, workspace: Path, backend: Any = None) ->
     async with build_worker(client, task_queue, backend or OfflineModel(), workspace):
         yield Agent(client, task_queue, workspace)
     await record_if_asked(client, task_queue)
+    if REPLAY_TIER_CACHE:
+        failed = await failed_workflow_tasks(client, f"TaskQueue = '{task_queue}'")
+        assert not failed, "workflow tasks failed:\n" + "\n".join(failed)
+
+
+OPERATOR_CAUSES = (WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW,
+                   WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_FORCE_CLOSE_COMMAND)
+
+
+async def failed_workflow_tasks(client: Client, query_text: str) -> list[str]:
+    """Every WorkflowTaskFailed event of the runs a visibility query finds, with its cause.
+    Operators alert on these: a session that works only after a retried task still pages someone."""
+    failed = []
+    async for execution in client.list_workflows(query_text):
+        history = await client.get_workflow_handle(execution.id, run_id=execution.run_id).fetch_history()
+        for event in history.events:
+            attributes = event.workflow_task_failed_event_attributes
+            # A reset records a failed task where it cut the history, and one it cut short in
+            # the run it ended (FORCE_CLOSE_COMMAND): those are the operator's, not the session's.
+            if event.HasField("workflow_task_failed_event_attributes") and attributes.cause not in OPERATOR_CAUSES:
+                before = [EventType.Name(e.event_type).removeprefix("EVENT_TYPE_")
+                          for e in history.events if event.event_id - 8 <= e.event_id < event.event_id]
+                failed.append(f"{execution.id} event {event.event_id}: "
+                              f"{WorkflowTaskFailedCause.Name(attributes.cause)}: {attributes.failure.message[:300]} "
+                              f"(after {', '.join(before)})")
+    return failed
 
 
 async def record_if_asked(client: Client, task_queue: str, since: datetime | None = None) -> None:

@@ -123,6 +123,9 @@ NOTIFY_CALL = dict(
     start_to_close_timeout=timedelta(seconds=30),
     retry_policy=RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(minutes=1)),
 )
+# After a person's cancel the session closes this much later, from its own timer (see
+# let_in_flight_work_finish).
+CANCEL_GRACE = timedelta(seconds=1)
 SESSION_MEMO = "hitl_session"
 PINS_KEPT = 500
 RESULTS_KEPT = 50
@@ -266,7 +269,15 @@ class AgentWorkflow:
         """Update handlers still replying, and notifications still being sent, finish before the
         run ends. An activity that completes while the closing task is in flight makes Temporal
         fail that task (UnhandledCommand), which aborts any Update it carried: a person's cancel
-        would come back as an error."""
+        would come back as an error.
+
+        After a person's cancel the session closes a moment later, in a task its own timer
+        starts: what a client sends right after its cancel (an `approve`) arrives while the
+        cancel's task is in flight, and a closing completion that races a signal is failed by
+        the server (UNHANDLED_COMMAND) and retried, a failed task operators are paged for.
+        Arriving first, the signal is refused and audited like any other."""
+        if self.cancel_reason is not None and self.behaviours.closes_after_a_cancel_grace():
+            await workflow.sleep(CANCEL_GRACE)
         if self.behaviours.closes_after_notifications():
             await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
         else:

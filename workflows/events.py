@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from workflows.limits import clip, json_size
+from workflows.metrics import count_event
 
 EVENTS_KEPT = 500
 EVENTS_KEPT_BYTES = 400_000
@@ -46,6 +47,7 @@ class EventLog(BaseModel):
         """Strings are clipped: an event is a notice, the transcript holds the whole text."""
         self.last_id += 1
         clipped = {key: clip(value, TEXT_BYTES) if isinstance(value, str) else value for key, value in data.items()}
+        count_event(type_, at, clipped, self.events)  # the product's metrics (workflows/metrics.py)
         self.events.append(SessionEvent(id=self.last_id, at=at, type=type_, data=clipped))
         if len(self.events) > EVENTS_KEPT:
             del self.events[: len(self.events) - EVENTS_KEPT]

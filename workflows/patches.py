@@ -73,5 +73,9 @@ class Behaviours:
     def closes_after_notifications(self) -> bool:
         return self.authorization_model or workflow.patched(CLOSE_AFTER_NOTIFICATIONS)
 
+    def closes_after_a_cancel_grace(self) -> bool:
+        """Runs before the newest patch closed in the task a person's cancel arrived in."""
+        return self.authorization_model
+
     def bounds_waiters(self) -> bool:
         return self.authorization_model or workflow.patched(WAITERS_BOUNDED)
