@@ -803,12 +803,24 @@ class AgentWorkflow:
                 continue
             if item.escalate_at is not None and item.escalate_at <= now:
                 item.escalate_at = None
+                escalated = self.escalation_for(item)
                 if item.approvers is not None:
-                    item.approvers = list(dict.fromkeys([*item.approvers, *self.config.escalate_to]))
-                self.notify("escalated", item, to=self.config.escalate_to)
+                    item.approvers = list(dict.fromkeys([*item.approvers, *escalated]))
+                self.notify("escalated", item, to=escalated)
             if item.remind_at is not None and item.remind_at <= now:
                 item.remind_at = deadline_after(now, self.config.remind_after_seconds)
                 self.notify("reminder", item)
+
+    def planned(self, call_id: str) -> PlannedCall | None:
+        return next((plan for plan in self.step.plans if plan.call_id == call_id), None) if self.step else None
+
+    def escalation_for(self, item: PendingCall) -> list[str]:
+        """Whom an escalation adds: `escalate_to`, less anyone the operator's policy (as it was when
+        the call was judged) does not let decide this call; the start only checked the policy then."""
+        plan = self.planned(item.call_id) if self.authorized else None
+        if plan is None or plan.approvers is None:
+            return list(self.config.escalate_to)
+        return [person for person in self.config.escalate_to if person in plan.approvers]
 
     def settle_all(self, outcome: Outcome, why: str) -> None:
         for settlement in self.pauses.settle_all(outcome, why, workflow.now()):
@@ -822,12 +834,14 @@ class AgentWorkflow:
     def grant_for(self, plan: PlannedCall) -> Grant | None:
         """A remembered approval that covers this call; under four-eyes, never its author's own request."""
         sha, now = args_sha256(plan.args), workflow.now()
-        if self.authorized and (plan.untrusted or plan.remember_allowed is False):
+        if self.authorized and (plan.untrusted or plan.remember_allowed is False or (plan.required_approvals or 1) > 1):
             return None
+        four_eyes = self.config.four_eyes or (self.authorized and bool(plan.four_eyes))
         return next((
             grant for grant in self.grants
-            if grant.covers(plan.tool, sha, now) and not (self.config.four_eyes and grant.by == self.speaker)
-            and (not self.authorized or grant.requested_by == self.speaker)
+            if grant.covers(plan.tool, sha, now) and not (four_eyes and grant.by == self.speaker)
+            and (not self.authorized or (grant.requested_by == self.speaker
+                                         and (plan.approvers is None or grant.by in plan.approvers)))
         ), None)
 
     def live_grants(self) -> list[Grant]:
