@@ -238,8 +238,12 @@ class AgentWorkflow:
                 raise Refusal("; ".join(problems))
             if config.carried is None:
                 return config, None
-            if workflow.info().continued_run_id is None:
-                raise Refusal("carried: only a session's own previous run may set it (continue-as-new)")
+            info = workflow.info()
+            # Temporal sets continued_run_id on a cron schedule's runs and on retries as well, each
+            # with the start input as its caller wrote it: neither is the session handing over.
+            if info.continued_run_id is None or info.cron_schedule or info.attempt > 1:
+                raise Refusal("carried: only a session's own previous run may set it (continue-as-new), "
+                              "not a cron schedule's run or a retry")
             return config, CarriedState.model_validate(config.carried)
         except ValidationError as error:
             self.setup_error = f"invalid session input: {describe_validation_error(error)}"
