@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.auth import caller
-from api.gateway import now, run_query, send_update, temporal
+from api.gateway import first_run_of, now, run_query, send_update, temporal
 from console.sessions import read_all
 from workflows.pauses import Refusal, parse_decision
 from workflows.proofs import ProofAction, sign_decision
@@ -83,12 +83,12 @@ def check_decider(item: dict[str, Any], verb: Verb, person: str) -> None:
 
 
 def proof_for(request: Request, session_id: str, call_id: str, verb: ProofAction, person: str, sha: str,
-              decision_sha256: str) -> str:
+              decision_sha256: str, first_run_id: str) -> str:
     """A proof for `person`, bound to this session, call and verb, the arguments the person saw
     and the whole decision (workflows/proofs.py)."""
     key_id, key = request.app.state.signer()
     return sign_decision(key, key_id, session_id=session_id, call_id=call_id, action=verb, by=person,
-                         args_sha256=sha, now=now(), decision_sha256=decision_sha256)
+                         args_sha256=sha, now=now(), decision_sha256=decision_sha256, first_run_id=first_run_id)
 
 
 async def decide(request: Request, session_id: str, call_id: str, verb: Verb, person: str,
@@ -103,7 +103,7 @@ async def decide(request: Request, session_id: str, call_id: str, verb: Verb, pe
         digest = parse_decision(verb, payload).digest()
     except Refusal as refusal:
         raise HTTPException(422, str(refusal)) from None
-    proof = proof_for(request, session_id, call_id, verb, person, sha, digest)
+    proof = proof_for(request, session_id, call_id, verb, person, sha, digest, await first_run_of(request, session_id))
     return await send_update(request, session_id, f"{verb}_update", {**payload, "proof": proof})
 
 

@@ -80,6 +80,19 @@ def reason_of(error: BaseException) -> str:
     return getattr(cause, "message", None) or getattr(error, "message", None) or str(cause or error)
 
 
+async def first_run_of(request: Request, session_id: str) -> str:
+    """The session's first run (the same across continue-as-new), which every proof names: a
+    session started again under the same id is another session (workflows/identity.py)."""
+    handle = await handle_of(request, session_id)
+    try:
+        described = await handle.describe()
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise HTTPException(404, f"unknown session {session_id!r}") from None
+        raise
+    return described.raw_description.workflow_execution_info.first_run_id or described.run_id
+
+
 async def run_query(request: Request, session_id: str, name: str, arg: Any = None) -> Any:
     """A query of the session; 404 when there is no such session. Retried briefly while a
     run hands over to the next (the new run's first task is not scheduled yet)."""

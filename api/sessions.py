@@ -21,7 +21,7 @@ from temporalio.service import RPCError
 
 from api.auth import caller
 from api.calls import proof_for
-from api.gateway import reason_of, run_query, send_update, temporal
+from api.gateway import first_run_of, reason_of, run_query, send_update, temporal
 from console.sessions import read_all
 from workflows.agent import AgentWorkflow
 from workflows.forms import describe_validation_error
@@ -164,7 +164,7 @@ async def send_message(session_id: str, body: Message, request: Request, person:
     except ValidationError as error:
         raise HTTPException(422, f"malformed user_message: {describe_validation_error(error)}") from None
     proof = proof_for(request, session_id, MESSAGE_CALL_ID, "message", person, args_sha256({"text": body.text}),
-                      message_digest(message))
+                      message_digest(message), await first_run_of(request, session_id))
     accepted = await send_update(request, session_id, "user_message_update",
                                  {**message.model_dump(exclude={"proof"}), "proof": proof})
     if not body.wait:

@@ -129,7 +129,8 @@ async def test_after_a_reset_an_old_proof_is_no_decision_and_cannot_be_extended(
     await reset.signal("approve", extended)
     await reset.signal("approve", {"call_id": item["call_id"], "proof": proof})
     await asyncio.sleep(1.1)  # proofs carry whole seconds: the next one is issued after the reset
-    fresh = proof_for(signing_key, reset, item, "approve", "ana")  # after the reset, for a plain approval
+    # After the reset, for a plain approval; a reset keeps the session's first run.
+    fresh = proof_for(signing_key, reset, item, "approve", "ana", first_run_id=session.first_execution_run_id)
     assert "another decision" in await refused_update(reset, "approve_update", {**extended, "proof": fresh})
     trail = await eventually(lambda: query(reset, "audit"), lambda trail: sum(e["event"] == "refused" for e in trail) == 4)
     reasons = [e["reason"] for e in trail if e["event"] == "refused"]
@@ -140,7 +141,7 @@ async def test_after_a_reset_an_old_proof_is_no_decision_and_cannot_be_extended(
 
     # The approver decides anew, for this run; a replay of the whole history still accepts it.
     await reset.execute_update("approve_update", {"call_id": item["call_id"], "proof": proof_for(
-        signing_key, reset, item, "approve", "ana")})
+        signing_key, reset, item, "approve", "ana", first_run_id=session.first_execution_run_id)})
     await settled(reset)
     assert not (agent.workspace / "notes.txt").exists()
     assert await failed_tasks_of(reset) == []

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Agent, eventually, pending_items, query, refused_update, settled
+from tests.test_people_workflow import signing_key  # noqa: F401  (a fixture)
 from tests.test_authorization import write_policy
 
 
@@ -98,3 +99,24 @@ async def test_a_forged_carried_state_is_refused_on_a_cron_run_too(agent: Agent)
     [failed] = [e.workflow_execution_failed_event_attributes for e in history.events
                 if e.HasField("workflow_execution_failed_event_attributes")]
     assert "carried: only a session's own previous run" in failed.failure.message
+
+
+async def test_a_proof_does_not_count_in_a_new_session_started_under_the_same_id(agent: Agent, signing_key: Any) -> None:
+    """Proofs bind the session id, not the session: ana approved a deletion, the session was
+    terminated and started again under its id with the same request, and ana's proof, read from the
+    old history, approved the new call in her name (the new run had spent nothing and seen no reset)."""
+    from tests.test_people_workflow import proof_for
+
+    session = await agent.start("please delete notes.txt", verified_decisions=True)
+    [item] = await pending_items(session)
+    proof = proof_for(signing_key, session, item, "approve", "ana")
+    await session.execute_update("approve_update", {"call_id": item["call_id"], "proof": proof})
+    await settled(session)
+    await session.terminate("closed by an attacker")
+
+    (agent.workspace / "notes.txt").write_text("written again\n")
+    again = await agent.start("please delete notes.txt", session_id=session.id, verified_decisions=True)
+    [new] = await pending_items(again)
+    assert (new["call_id"], new["args_sha256"]) == (item["call_id"], item["args_sha256"])
+    assert "another" in await refused_update(again, "approve_update", {"call_id": new["call_id"], "proof": proof})
+    assert (agent.workspace / "notes.txt").exists()

@@ -154,7 +154,8 @@ def proof_for(key: Any, session: Any, item: dict[str, Any], action: str, by: str
 
     fields = dict(session_id=session if isinstance(session, str) else session.id, call_id=item["call_id"],
                   action=action, by=by, args_sha256=item["args_sha256"],
-                  decision_sha256=parse_decision(action, dict(decision or {})).digest())
+                  decision_sha256=parse_decision(action, dict(decision or {})).digest(),
+                  first_run_id=None if isinstance(session, str) else session.first_execution_run_id)
     fields.update(overrides)
     return sign_decision(key, "local", **fields)
 
@@ -251,7 +252,8 @@ async def test_on_a_verified_session_a_message_needs_a_proof_of_its_author(agent
 
     as_ana = sign_decision(signing_key, "local", session_id=session.id, call_id=MESSAGE_CALL_ID, action="message",
                            by="ana", args_sha256=args_sha256({"text": text}),
-                           decision_sha256=message_digest(UserMessage(text=text)))
+                           decision_sha256=message_digest(UserMessage(text=text)),
+                           first_run_id=session.first_execution_run_id)
     assert "another text" in await refused_update(session, "user_message_update", {"text": "delete all", "proof": as_ana})
     await session.execute_update("user_message_update", {"text": text, "by": "bo", "proof": as_ana})
     [item] = await pending_items(session)

@@ -142,6 +142,8 @@ VERDICTS_CACHED_PER_RUN = "catalog-verdicts-cached-per-run"
 # from the model activity), bind proofs to the run and the whole decision, remember approvals
 # only for the person whose request they were given for, and say on each pause why it waits.
 AUTHORIZATION_MODEL = "operator-policy-bound-proofs-judged-calls"
+# Runs whose proofs must name the session's first run (a session started again under its id is another).
+PROOFS_NAME_THE_FIRST_RUN = "proofs-name-the-first-run"
 SESSION_MEMO = "hitl_session"
 PINS_KEPT = 500
 RESULTS_KEPT = 50
@@ -266,6 +268,8 @@ class AgentWorkflow:
         self.verdicts_locally = workflow.patched(VERDICTS_BY_LOCAL_ACTIVITY)
         self.verdicts_cached = workflow.patched(VERDICTS_CACHED_PER_RUN)
         self.authorized = workflow.patched(AUTHORIZATION_MODEL)
+        if self.authorized and workflow.patched(PROOFS_NAME_THE_FIRST_RUN):
+            self.verifier.first_run_id = workflow.info().first_execution_run_id
         if self.authorized:
             self.verifier.bound = True
             workflow.register_random_seed_callback(self.on_reset)

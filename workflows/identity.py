@@ -49,6 +49,10 @@ class Verifier(BaseModel):
     # the reset point are forgotten with that part of its history, so no proof issued before the
     # reset counts after it. Pending calls wait for a new decision.
     reset_at: datetime | None = None
+    # The session's first run (first_execution_run_id): proofs must name it, so a proof read from
+    # the history of a session that was closed and started again under this id is no decision here.
+    # None in runs recorded before proofs named it.
+    first_run_id: str | None = None
 
     def check(self, decision: Checked, session_id: str, items: Sequence[PendingCall],
               now: datetime) -> tuple[Checked, SpentProof | None]:
@@ -99,6 +103,9 @@ class Verifier(BaseModel):
         if claims.decision_sha256 != digest:
             raise ProofRefusal("the proof was made for another decision: its comment, remember, result, reason, "
                                "answer or arguments differ")
+        if self.first_run_id is not None and claims.first_run_id != self.first_run_id:
+            raise ProofRefusal("the proof was made for another session under this id (another first run); "
+                               "ask the API for a new one")
 
     def signed_claims(self, proof: str | None, what: str, now: datetime) -> DecisionClaims:
         """What a proof vouches for, if a trusted key signed it and it is fresh."""
