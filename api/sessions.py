@@ -21,13 +21,13 @@ from temporalio.service import RPCError
 
 from api.auth import caller
 from api.calls import proof_for
-from api.gateway import first_run_of, reason_of, run_query, send_update, temporal
+from api.gateway import first_run_of, now, reason_of, run_query, send_update, temporal
 from console.sessions import read_all
 from workflows.agent import AgentWorkflow
 from workflows.forms import describe_validation_error
 from workflows.proofs import MESSAGE_CALL_ID
 from workflows.rules import args_sha256
-from workflows.identity import message_digest
+from workflows.identity import message_digest, start_proof
 from workflows.session import SessionInput, UserMessage
 
 router = APIRouter(prefix="/sessions", tags=["sessions"])
@@ -93,7 +93,10 @@ async def start_session(request: Request, body: dict[str, Any] = Body(...), pers
     first turn has paused for a person or answered."""
     session_id, workflow_input = session_input(body, person)
     if workflow_input["verified_decisions"]:
-        request.app.state.signer()  # on one machine, the key file a worker trusts exists before the session
+        # On one machine, the key file a worker trusts exists before the session. The start carries
+        # the API's proof that the caller started it with this input: its first request is verified.
+        key_id, key = request.app.state.signer()
+        workflow_input["proof"] = start_proof(key, key_id, session_id, workflow_input, now())
     gateway = temporal(request)
     client = await gateway.get()
     start = WithStartWorkflowOperation(

@@ -120,3 +120,29 @@ async def test_a_proof_does_not_count_in_a_new_session_started_under_the_same_id
     assert (new["call_id"], new["args_sha256"]) == (item["call_id"], item["args_sha256"])
     assert "another" in await refused_update(again, "approve_update", {"call_id": new["call_id"], "proof": proof})
     assert (agent.workspace / "notes.txt").exists()
+
+
+async def test_a_verified_session_started_outside_the_api_says_its_first_request_is_only_asserted(
+    agent: Agent, signing_key: Any,
+) -> None:
+    """Started with the `temporal` CLI, `verified_decisions` on and `"by": "bob"`: the deletion showed
+    `requested_by: bob, verified: true` in ana's inbox, though nobody proved bob asked for anything.
+    A later message, proven, is verified; a start the API signed is too."""
+    from decision_keys import signing_key as api_key
+    from workflows.identity import start_proof
+
+    session = await agent.start("please delete notes.txt", by="bob", verified_decisions=True)
+    [item] = await pending_items(session)
+    assert item["requested_by"] == "bob" and item["verified"] is False, item
+    [event] = [e for e in (await session.query("events", {"after": 0}))["events"] if e["type"] == "pause_opened"]
+    assert event["data"]["verified"] is False
+
+    key_id, key = api_key()
+    started = {"message": "please delete notes.txt", "by": "bob", "verified_decisions": True}
+    signed = await agent.start(**started, session_id="signed-start", proof=start_proof(key, key_id, "signed-start", started))
+    [item] = await pending_items(signed)
+    assert item["requested_by"] == "bob" and item["verified"] is True, item
+    forged = await agent.start(**{**started, "by": "ana"}, session_id="forged-start",
+                               proof=start_proof(key, key_id, "forged-start", started))
+    [item] = await pending_items(forged)
+    assert item["verified"] is False, "a start proof counts only for the input it was made for"

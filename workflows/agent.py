@@ -142,8 +142,6 @@ VERDICTS_CACHED_PER_RUN = "catalog-verdicts-cached-per-run"
 # from the model activity), bind proofs to the run and the whole decision, remember approvals
 # only for the person whose request they were given for, and say on each pause why it waits.
 AUTHORIZATION_MODEL = "operator-policy-bound-proofs-judged-calls"
-# Runs whose proofs must name the session's first run (a session started again under its id is another).
-PROOFS_NAME_THE_FIRST_RUN = "proofs-name-the-first-run"
 SESSION_MEMO = "hitl_session"
 PINS_KEPT = 500
 RESULTS_KEPT = 50
@@ -228,6 +226,11 @@ class AgentWorkflow:
         self.results_this_turn: list[tuple[str, str]] = []  # (tool, call id) whose output entered this turn
         self.reset_seen = False  # set by Temporal's new random seed: the run was reset here
         self.reusable_runs: dict[str, tuple[dict[str, Any], datetime]] = {}  # tool -> (verdict, judged at)
+        # The first message's `by` is the start input's: on a verified session it counts as proven
+        # only with the API's start proof (learn_environment). The speaker's, likewise.
+        self.first_message = self.inbox[0]
+        self.start_asserted = True
+        self.speaker_asserted = False
         if carried is not None:
             self.resume(carried)
 
@@ -268,7 +271,7 @@ class AgentWorkflow:
         self.verdicts_locally = workflow.patched(VERDICTS_BY_LOCAL_ACTIVITY)
         self.verdicts_cached = workflow.patched(VERDICTS_CACHED_PER_RUN)
         self.authorized = workflow.patched(AUTHORIZATION_MODEL)
-        if self.authorized and workflow.patched(PROOFS_NAME_THE_FIRST_RUN):
+        if self.authorized:  # proofs name the session's first run (no recorded run before them has this marker)
             self.verifier.first_run_id = workflow.info().first_execution_run_id
         if self.authorized:
             self.verifier.bound = True
@@ -322,6 +325,9 @@ class AgentWorkflow:
                                    type="InvalidSessionInput", non_retryable=True)
         if facts.trusted_keys:
             self.verifier.trusted_keys = facts.trusted_keys
+        if self.verifier.first_run_id is not None:  # runs recorded before this kept no such distinction
+            self.start_asserted = not self.verifier.proves_start(self.config, workflow.info().workflow_id,
+                                                                 workflow.now())
         if self.verifier.required and not self.verifier.trusted_keys:
             raise ApplicationError(
                 "invalid session input: verified_decisions needs a worker that trusts the API's signing key "
@@ -624,6 +630,7 @@ class AgentWorkflow:
         for message in self.inbox:
             self.append(ChatMessage(role="user", content=message.text))
             self.speaker = message.by
+            self.speaker_asserted = message is self.first_message and self.start_asserted
             self.event_log.add("message", workflow.now(), text=message.text, by=message.by)
         self.inbox.clear()
         self.interrupt_requested = False
@@ -687,7 +694,7 @@ class AgentWorkflow:
             error=self.error, interrupt_requested=self.interrupt_requested, step=self.step, pauses=self.pauses,
             used_call_ids=self.used_call_ids, cancel_reason=self.cancel_reason, idle_until=self.idle_until,
             events=self.event_log.carried(), verifier=self.verifier, pins=self.pins,
-            results_this_turn=self.results_this_turn,
+            results_this_turn=self.results_this_turn, speaker_asserted=self.speaker_asserted,
         )
 
     def resume(self, carried: CarriedState) -> None:
@@ -708,6 +715,7 @@ class AgentWorkflow:
         if carried.verifier is not None:
             self.verifier = carried.verifier
         self.pins, self.results_this_turn = dict(carried.pins), list(carried.results_this_turn)
+        self.speaker_asserted = carried.speaker_asserted
         if self.pauses.is_waiting():
             self.state = "awaiting_human"
         elif self.in_turn or self.inbox:
@@ -759,7 +767,8 @@ class AgentWorkflow:
     def describe_for_the_person(self, item: PendingCall, plan: PlannedCall) -> None:
         """What the person deciding needs beside the call: who asked (verified or asserted), what
         led to it, what the model said, what the tool is, and why it waits for them."""
-        item.verified = self.config.verified_decisions
+        item.verified = self.config.verified_decisions and not (
+            self.speaker_asserted and self.verifier.first_run_id is not None)
         item.led_by, item.model_text = self.conversation.context_of(item.call_id, 1_000)
         spec = CATALOG.get(item.tool)  # what the tool is, as the worker knows it now: shown, not judged
         item.description = clip(spec.description, 500) if spec is not None else None

@@ -75,6 +75,7 @@ class CarriedState(BaseModel):
     verifier: Verifier | None = None
     pins: dict[str, Pin] = Field(default_factory=dict)
     results_this_turn: list[tuple[str, str]] = Field(default_factory=list)
+    speaker_asserted: bool = False  # the speaker's `by` is the start input's, unproven (AgentWorkflow)
 
 
 def fits(carried: CarriedState) -> bool:

@@ -14,12 +14,12 @@ result, so a replay checks the same proofs against the same keys.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Sequence, TypeVar
+from typing import Any, Sequence, TypeVar
 
 from pydantic import BaseModel, Field
 
 from workflows.pauses import Approve, DecisionBase, PendingCall, Refusal
-from workflows.proofs import FRESH_FOR, MESSAGE_CALL_ID, DecisionClaims, ProofError, verify_decision
+from workflows.proofs import FRESH_FOR, MESSAGE_CALL_ID, DecisionClaims, ProofError, sign_decision, verify_decision
 from workflows.rules import args_sha256
 from workflows.session import UserMessage
 
@@ -91,6 +91,19 @@ class Verifier(BaseModel):
         self.refuse_if_spent(claims.nonce, now)
         return message.model_copy(update={"by": claims.by}), SpentProof(nonce=claims.nonce, issued_at=claims.issued_at)
 
+    def proves_start(self, session_input: Any, session_id: str, now: datetime) -> bool:
+        """Whether the start input carries the API's proof that its `by` started it so: on a verified
+        session started any other way (the `temporal` CLI), the first request is only asserted."""
+        if not self.required or session_input.proof is None or session_input.by is None:
+            return False
+        try:
+            claims = self.signed_claims(session_input.proof, "a start signed by the API", now)
+        except ProofRefusal:
+            return False
+        return (claims.session_id == session_id and claims.action == "message" and claims.call_id == START_CALL_ID
+                and claims.by == session_input.by and claims.args_sha256 == args_sha256({"text": session_input.message})
+                and claims.decision_sha256 == start_digest(session_input.model_dump(mode="json")))
+
     def refuse_unbound(self, claims: DecisionClaims, digest: str) -> None:
         """A proof counts for the decision exactly as it was signed, and not across a reset."""
         if not self.bound:
@@ -136,6 +149,24 @@ class Verifier(BaseModel):
 def _horizon(now: datetime) -> float:
     """Proofs issued before this cannot pass as fresh any more (clocks may drift either way)."""
     return (now - 2 * FRESH_FOR - timedelta(minutes=1)).timestamp()
+
+
+START_CALL_ID = "start"  # a start's proof is about no call: it binds the whole start input
+
+
+def start_digest(session_input: dict[str, Any]) -> str:
+    """What a start's proof binds: the whole input as the workflow reads it (rules and all)."""
+    from workflows.session import SessionInput
+
+    checked = SessionInput.model_validate({**session_input, "proof": None, "carried": None})
+    return args_sha256({"verb": "start", **checked.model_dump(mode="json", exclude={"proof", "carried"})})
+
+
+def start_proof(key: Any, key_id: str, session_id: str, session_input: dict[str, Any], now: datetime | None = None) -> str:
+    """The API's proof that `by` started this session with this input."""
+    return sign_decision(key, key_id, session_id=session_id, call_id=START_CALL_ID, action="message",
+                         by=session_input.get("by") or "", args_sha256=args_sha256({"text": session_input.get("message")}),
+                         now=now, decision_sha256=start_digest(session_input))
 
 
 def message_digest(message: UserMessage) -> str:
