@@ -620,10 +620,16 @@ class AgentWorkflow:
                 "run_tool", invocation, result_type=str, summary=f"{tool} ({call_id})", **TOOL_CALL
             )
         except ActivityError as error:
+            # An error's text is the tool's (an MCP server's isError result, an exception's message):
+            # it enters the conversation like a result, so it counts as the tool's output too.
+            self.output_entered(tool, call_id)
             return ToolOutcome(text=f"Error: {tool} failed: {failure_message(error)}")
+        self.output_entered(tool, call_id)
+        return ToolOutcome(text=output, ran=True)
+
+    def output_entered(self, tool: str, call_id: str) -> None:
         if all(seen != tool for seen, _ in self.results_this_turn):  # the policy needs the first of each
             self.results_this_turn = newest([*self.results_this_turn, (tool, call_id)], RESULTS_KEPT)
-        return ToolOutcome(text=output, ran=True)
 
     def take_in_messages(self) -> None:
         """Steering: messages that arrived mid-turn join at this step boundary."""
