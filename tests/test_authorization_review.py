@@ -181,3 +181,41 @@ async def test_an_mcp_servers_error_text_is_untrusted_output_too(
     assert "IMPORTANT SYSTEM NOTE" in results[0], results
     assert item["tool"] == "send_email" and item["because"] == "untrusted output from mcp__web__fetch (f1)"
     assert not (agent.workspace / "outbox").exists() or not list((agent.workspace / "outbox").iterdir())
+
+
+async def test_a_remembered_approval_does_not_cover_a_call_someone_else_also_led_to(gated_agent: tuple[Agent, Any]) -> None:
+    """ana remembered bob's deletions. eve asked the session to delete plans.txt and, while the model
+    thought, bob sent an interrupting "thanks": the model's deletion followed both messages, was
+    credited to bob (the last to speak), and ran on ana's remembered approval."""
+    from tests.test_authorization import pending_model_call
+
+    agent, model = gated_agent
+    (agent.workspace / "plans.txt").write_text("secret plans\n")
+    complete = agent.client.get_async_activity_handle
+
+    def deletion(call_id: str, path: str) -> dict[str, Any]:
+        return {"content": None, "tool_calls": [{"id": call_id, "type": "function", "function": {
+            "name": "delete_file", "arguments": __import__("json").dumps({"path": path})}}]}
+
+    session = await agent.start("please delete notes.txt", by="bob")
+    try:
+        first = await pending_model_call(session)
+        await complete(workflow_id=session.id, run_id=None, activity_id=first.activity_id).complete(deletion("d1", "notes.txt"))
+        [item] = await pending_items(session)
+        await session.execute_update("approve_update", {"call_id": item["call_id"], "by": "ana",
+                                                        "remember": {"scope": "tool", "for_seconds": 3600}})
+        second = await pending_model_call(session, not_id=first.activity_id)
+        await complete(workflow_id=session.id, run_id=None, activity_id=second.activity_id).complete(
+            {"content": "Deleted notes.txt.", "tool_calls": []})
+        await settled(session)
+
+        await session.signal("user_message", {"text": "please delete plans.txt", "by": "eve"})
+        third = await pending_model_call(session, not_id=second.activity_id)
+        await session.signal("user_message", {"text": "thanks", "by": "bob", "interrupt": True})
+        fourth = await pending_model_call(session, not_id=third.activity_id)
+        await complete(workflow_id=session.id, run_id=None, activity_id=fourth.activity_id).complete(deletion("d2", "plans.txt"))
+        [item] = await pending_items(session)
+    finally:
+        model.gate.set()
+    assert item["tool"] == "delete_file" and (agent.workspace / "plans.txt").exists()
+    assert [e["event"] for e in await query(session, "audit")].count("auto_approved") == 0

@@ -231,6 +231,10 @@ class AgentWorkflow:
         self.first_message = self.inbox[0]
         self.start_asserted = True
         self.speaker_asserted = False
+        # Who wrote the messages the model read since its last reply, and those before the reply
+        # being planned: a remembered approval covers a call only when its requester alone led to it.
+        self.authors_since_reply: list[str | None] = []
+        self.authors_of_reply: list[str | None] = []
         if carried is not None:
             self.resume(carried)
 
@@ -415,6 +419,7 @@ class AgentWorkflow:
                     continue
                 break
             self.append(self.conversation.assistant_message(reply))
+            self.authors_of_reply, self.authors_since_reply = self.authors_since_reply, []
             workflow.logger.info("step", extra={"session": workflow.info().workflow_id, "turn": self.turn,
                                                 "step": self.steps, "tools": [c.name for c in reply.tool_calls]})
             if not reply.tool_calls:
@@ -637,6 +642,8 @@ class AgentWorkflow:
             self.append(ChatMessage(role="user", content=message.text))
             self.speaker = message.by
             self.speaker_asserted = message is self.first_message and self.start_asserted
+            if message.by not in self.authors_since_reply:
+                self.authors_since_reply.append(message.by)
             self.event_log.add("message", workflow.now(), text=message.text, by=message.by)
         self.inbox.clear()
         self.interrupt_requested = False
@@ -701,6 +708,7 @@ class AgentWorkflow:
             used_call_ids=self.used_call_ids, cancel_reason=self.cancel_reason, idle_until=self.idle_until,
             events=self.event_log.carried(), verifier=self.verifier, pins=self.pins,
             results_this_turn=self.results_this_turn, speaker_asserted=self.speaker_asserted,
+            authors_since_reply=self.authors_since_reply, authors_of_reply=self.authors_of_reply,
         )
 
     def resume(self, carried: CarriedState) -> None:
@@ -722,6 +730,7 @@ class AgentWorkflow:
             self.verifier = carried.verifier
         self.pins, self.results_this_turn = dict(carried.pins), list(carried.results_this_turn)
         self.speaker_asserted = carried.speaker_asserted
+        self.authors_since_reply, self.authors_of_reply = list(carried.authors_since_reply), list(carried.authors_of_reply)
         if self.pauses.is_waiting():
             self.state = "awaiting_human"
         elif self.in_turn or self.inbox:
@@ -864,6 +873,7 @@ class AgentWorkflow:
             grant for grant in self.grants
             if grant.covers(plan.tool, sha, now) and not (four_eyes and grant.by == self.speaker)
             and (not self.authorized or (grant.requested_by == self.speaker
+                                         and all(author == grant.requested_by for author in self.authors_of_reply)
                                          and (plan.approvers is None or grant.by in plan.approvers)))
         ), None)
 
