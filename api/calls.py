@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.access import CLAIM_SECONDS_AT_MOST
-from api.gateway import now, send_update
+from api.gateway import now, send_signed
 from api.guard import Grant, allowed_on_call
 from workflows.pauses import Refusal, parse_decision
 from workflows.proofs import ProofAction, sign_decision
@@ -62,12 +62,12 @@ class ClaimBody(BaseModel):
 
 
 def proof_for(request: Request, session_id: str, call_id: str, verb: ProofAction, person: str, sha: str,
-              decision_sha256: str) -> str:
-    """A proof for `person`, bound to this session, call and verb, the arguments the person saw
-    and the whole decision (workflows/proofs.py)."""
+              decision_sha256: str, run_id: str) -> str:
+    """A proof for `person`, bound to this run of the session, this call and verb, the arguments
+    the person saw and the whole decision (workflows/proofs.py)."""
     key_id, key = request.app.state.signer()
     return sign_decision(key, key_id, session_id=session_id, call_id=call_id, action=verb, by=person,
-                         args_sha256=sha, now=now(), decision_sha256=decision_sha256)
+                         args_sha256=sha, now=now(), decision_sha256=decision_sha256, run_id=run_id)
 
 
 async def decide(request: Request, session_id: str, call_id: str, verb: Verb, grant: Grant,
@@ -83,8 +83,8 @@ async def decide(request: Request, session_id: str, call_id: str, verb: Verb, gr
         digest = parse_decision(verb, payload).digest()
     except Refusal as refusal:
         raise HTTPException(422, str(refusal)) from None
-    proof = proof_for(request, session_id, call_id, verb, person, sha, digest)
-    return await send_update(request, session_id, f"{verb}_update", {**payload, "proof": proof})
+    return await send_signed(request, session_id, f"{verb}_update", payload, lambda run_id: proof_for(
+        request, session_id, call_id, verb, person, sha, digest, run_id))
 
 
 def given(body: BaseModel) -> dict[str, Any]:

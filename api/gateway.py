@@ -11,7 +11,7 @@ import asyncio
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 from fastapi import HTTPException, Request
 from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
@@ -20,15 +20,26 @@ from temporalio.service import RPCError, RPCStatusCode
 from console.updates import execute_update_retrying, was_not_applied
 from settings import Settings, connect
 
-CODE_STATUS = {"not_found": 404, "forbidden": 403, "conflict": 409, "invalid": 422}
+CODE_STATUS = {"not_found": 404, "forbidden": 403, "conflict": 409, "invalid": 422, "stale_run": 409}
+
+
+class Refused(HTTPException):
+    """A session's refusal as an HTTP error, with the refusal's code (workflows/pauses.py)."""
+
+    def __init__(self, code: str | None, reason: str) -> None:
+        super().__init__(CODE_STATUS.get(code or "", 409), reason)
+        self.code = code
+
+
+def code_of(error: WorkflowUpdateFailedError) -> str | None:
+    """The code a session's refusal sends beside its reason (workflows/pauses.py, Refusal.code)."""
+    details = getattr(getattr(error, "cause", None), "details", None) or ()
+    return details[0] if details and isinstance(details[0], str) else None
 
 
 def status_of(error: WorkflowUpdateFailedError) -> int:
-    """The status for a session's refusal, from the code it sends beside its reason
-    (workflows/pauses.py, Refusal.code); 409 (refused in its current state) without one."""
-    details = getattr(getattr(error, "cause", None), "details", None) or ()
-    code = details[0] if details else None
-    return CODE_STATUS.get(code, 409) if isinstance(code, str) else 409
+    """The status for a session's refusal, from its code; 409 (refused in its current state) without one."""
+    return CODE_STATUS.get(code_of(error) or "", 409)
 
 
 @dataclass
@@ -71,6 +82,32 @@ def reason_of(error: BaseException) -> str:
     return getattr(cause, "message", None) or getattr(error, "message", None) or str(cause or error)
 
 
+async def run_of(request: Request, session_id: str) -> str:
+    """The session's current run, which every proof names: a reset, or a session started again
+    under the same id, is another run (workflows/identity.py, RunCheck)."""
+    handle = await handle_of(request, session_id)
+    try:
+        described = await handle.describe()
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise HTTPException(404, f"unknown session {session_id!r}") from None
+        raise
+    return described.run_id
+
+
+async def send_signed(request: Request, session_id: str, name: str, payload: dict[str, Any],
+                      sign: Callable[[str], str]) -> Any:
+    """An Update whose proof names the session's current run; signed again, for the new run, when
+    the session handed over (continue-as-new) between the signature and its arrival."""
+    for attempt in range(3):
+        try:
+            return await send_update(request, session_id, name, {**payload, "proof": sign(await run_of(request, session_id))})
+        except Refused as refused:
+            if refused.code != "stale_run" or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 async def run_query(request: Request, session_id: str, name: str, arg: Any = None) -> Any:
     """A query of the session; 404 when there is no such session. Retried briefly while a
     run hands over to the next (the new run's first task is not scheduled yet)."""
@@ -98,7 +135,7 @@ async def send_update(request: Request, session_id: str, name: str, payload: dic
     try:
         return await execute_update_retrying(handle, name, payload)
     except WorkflowUpdateFailedError as error:
-        raise HTTPException(status_of(error), reason_of(error)) from None
+        raise Refused(code_of(error), reason_of(error)) from None
     except RPCError as error:
         if was_not_applied(error):  # still so after retries: the session is alive but cannot take it
             raise HTTPException(503, "the session could not take this request, and nothing of it was applied "

@@ -22,16 +22,16 @@ from temporalio.service import RPCError
 from api.access import may_start
 from api.auth import caller
 from api.calls import proof_for
+from api.gateway import now, reason_of, run_query, send_signed, send_update, temporal
+from api.guard import Grant, allowed, policy_of, refuse_unless, session_read
 from console.summary import session_summary
 from settings import ENCRYPTED
-from api.gateway import reason_of, run_query, send_update, temporal
-from api.guard import Grant, allowed, policy_of, refuse_unless, session_read
 from console.sessions import read_all
 from workflows.agent import AgentWorkflow
 from workflows.forms import describe_validation_error
 from workflows.proofs import MESSAGE_CALL_ID
 from workflows.rules import args_sha256
-from workflows.identity import message_digest
+from workflows.identity import message_digest, start_proof
 from workflows.session import SessionInput, UserMessage
 
 router = APIRouter(prefix="/sessions", tags=["sessions"])
@@ -100,7 +100,10 @@ async def start_session(request: Request, body: dict[str, Any] = Body(...), pers
     refuse_unless(may_start(person, policy_of(request)))
     session_id, workflow_input = session_input(body, person, policy_of(request))
     if workflow_input["verified_decisions"]:
-        request.app.state.signer()  # on one machine, the key file a worker trusts exists before the session
+        # On one machine, the key file a worker trusts exists before the session. The start carries
+        # the API's proof that the caller started it with this input: its first request is verified.
+        key_id, key = request.app.state.signer()
+        workflow_input["proof"] = start_proof(key, key_id, session_id, workflow_input, now())
     gateway = temporal(request)
     client = await gateway.get()
     summary, details = session_summary(workflow_input, session_id, started_with="the HTTP API", encrypted=ENCRYPTED)
@@ -180,10 +183,10 @@ async def send_message(session_id: str, body: Message, request: Request,
         message = UserMessage(text=body.text, interrupt=body.interrupt, by=person)
     except ValidationError as error:
         raise HTTPException(422, f"malformed user_message: {describe_validation_error(error)}") from None
-    proof = proof_for(request, session_id, MESSAGE_CALL_ID, "message", person, args_sha256({"text": body.text}),
-                      message_digest(message))
-    accepted = await send_update(request, session_id, "user_message_update",
-                                 {**message.model_dump(exclude={"proof"}), "proof": proof})
+    accepted = await send_signed(
+        request, session_id, "user_message_update", message.model_dump(exclude={"proof"}),
+        lambda run_id: proof_for(request, session_id, MESSAGE_CALL_ID, "message", person,
+                                 args_sha256({"text": body.text}), message_digest(message), run_id))
     if not body.wait:
         return accepted
     settled = await settle(request, session_id, accepted.get("event", 0))

@@ -125,15 +125,15 @@ async def test_after_a_reset_an_old_proof_is_no_decision_and_cannot_be_extended(
 
     extended = {"call_id": item["call_id"], "proof": proof, "comment": "fine by me",
                 "remember": {"scope": "tool", "for_seconds": 31_536_000}}
-    assert "before the session was reset" in await refused_update(reset, "approve_update", extended)
+    assert "another decision" in await refused_update(reset, "approve_update", extended)
     await reset.signal("approve", extended)
     await reset.signal("approve", {"call_id": item["call_id"], "proof": proof})
-    await asyncio.sleep(1.1)  # proofs carry whole seconds: the next one is issued after the reset
-    fresh = proof_for(signing_key, reset, item, "approve", "ana")  # after the reset, for a plain approval
+    fresh = proof_for(signing_key, reset, item, "approve", "ana")  # for the new run, for a plain approval
     assert "another decision" in await refused_update(reset, "approve_update", {**extended, "proof": fresh})
     trail = await eventually(lambda: query(reset, "audit"), lambda trail: sum(e["event"] == "refused" for e in trail) == 4)
     reasons = [e["reason"] for e in trail if e["event"] == "refused"]
-    assert all("before the session was reset" in r for r in reasons[:3]) and "another decision" in reasons[3], reasons
+    assert ["another decision" in r for r in reasons] == [True, True, False, True], reasons
+    assert "made for another run" in reasons[2], reasons
     assert (agent.workspace / "notes.txt").exists(), "no old proof made the call run again"
     assert len(await query(reset, "pending")) == 1
     assert (await query(reset, "status"))["remembered"] == []

@@ -1,8 +1,8 @@
 """Properties of verified decisions, for any decision a caller could send (no server needed).
 
 A proof binds everything its decision does, once: the same decision with any field changed,
-added or removed is refused; so is a proof issued before the session was reset, and one that was
-already spent.
+added or removed is refused; so is a proof made for another run of the session (a reset, a session
+started again under its id), and one that was already spent.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workflows.identity import ProofRefusal, Verifier
+from workflows.identity import ProofRefusal, RunCheck, Verifier
 from workflows.pauses import PendingCall, parse_decision
 from workflows.proofs import public_key_b64, sign_decision
 from workflows.rules import args_sha256
@@ -48,11 +48,15 @@ def decisions(draw: Any) -> tuple[str, dict[str, Any]]:
     return verb, fields
 
 
-def signed(verb: str, fields: dict[str, Any], issued: datetime = NOW) -> dict[str, Any]:
+RUN = "run-1"
+LIVE = RunCheck(run_id=RUN, refused_before=lambda nonce: True)  # live, a proof for another run is refused
+
+
+def signed(verb: str, fields: dict[str, Any], issued: datetime = NOW, run_id: str = RUN) -> dict[str, Any]:
     decision = parse_decision(verb, {**fields, "call_id": "c1"})
     sha = args_sha256(fields["args"]) if verb == "approve" and "args" in fields else ITEM.args_sha256
     proof = sign_decision(KEY, "k", session_id="s", call_id="c1", action=verb, by="ana", args_sha256=sha,  # type: ignore[arg-type]
-                          now=issued, decision_sha256=decision.digest())
+                          now=issued, decision_sha256=decision.digest(), run_id=run_id)
     return {**fields, "call_id": "c1", "proof": proof}
 
 
@@ -60,8 +64,8 @@ def verifier() -> Verifier:
     return Verifier(required=True, bound=True, trusted_keys={"k": public_key_b64(KEY)})
 
 
-def check(verifier_: Verifier, verb: str, payload: dict[str, Any]) -> Any:
-    return verifier_.check(parse_decision(verb, payload), "s", [ITEM], NOW)
+def check(verifier_: Verifier, verb: str, payload: dict[str, Any], run: RunCheck = LIVE) -> Any:
+    return verifier_.check(parse_decision(verb, payload), "s", [ITEM], NOW, run)
 
 
 @settings(max_examples=300, deadline=None)
@@ -91,12 +95,14 @@ def test_a_proof_does_not_cover_any_other_decision(signed_for: tuple[str, dict[s
 
 
 @settings(max_examples=100, deadline=None)
-@given(decisions(), st.integers(0, 600))
-def test_no_proof_issued_before_a_reset_counts_after_it(decision: tuple[str, dict[str, Any]], earlier: int) -> None:
+@given(decisions(), st.text(min_size=1, max_size=12))
+def test_no_proof_counts_in_another_run_but_a_replay_accepts_what_the_run_accepted(
+        decision: tuple[str, dict[str, Any]], other_run: str) -> None:
     verb, fields = decision
-    reset = verifier()
-    reset.reset_at = NOW
-    with pytest.raises(ProofRefusal, match="before the session was reset"):
-        check(reset, verb, signed(verb, fields, issued=NOW - timedelta(seconds=earlier)))
-    proven, _ = check(reset, verb, signed(verb, fields, issued=NOW + timedelta(seconds=1)))
+    payload = signed(verb, fields, run_id=f"old-{other_run}")
+    with pytest.raises(ProofRefusal, match="another run"):
+        check(verifier(), verb, payload)
+    # A reset run replays, under its new id, what the old run accepted: no refusal was recorded.
+    replaying = RunCheck(run_id=RUN, refused_before=lambda nonce: False)
+    proven, _ = check(verifier(), verb, payload, replaying)
     assert proven.by == "ana"

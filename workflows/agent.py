@@ -29,7 +29,7 @@ from workflows.arity import TooManyArguments
 from workflows.conversation import ChatMessage, Conversation, ModelReply, message_sha256
 from workflows.events import EventLog, EventsRequest
 from workflows.forms import describe_validation_error
-from workflows.identity import ProofRefusal, SpentProof, Verifier
+from workflows.identity import ProofRefusal, RunCheck, SpentProof, Verifier
 from workflows.handover import (
     AUDIT_CARRIED,
     CALL_IDS_KEPT,
@@ -209,8 +209,17 @@ class AgentWorkflow:
         self.behaviours = Behaviours()
         self.pins: dict[str, Pin] = {}  # tools' definitions as this session first saw them
         self.results_this_turn: list[tuple[str, str]] = []  # (tool, call id) whose output entered this turn
-        self.reset_seen = False  # set by Temporal's new random seed: the run was reset here
+        self.validating = False  # inside an Update's validator, which may command nothing
         self.reusable_runs: dict[str, tuple[dict[str, Any], datetime]] = {}  # tool -> (verdict, judged at)
+        # The first message's `by` is the start input's: on a verified session it counts as proven
+        # only with the API's start proof (learn_environment). The speaker's, likewise.
+        self.first_message = self.inbox[0]
+        self.start_asserted = True
+        self.speaker_asserted = False
+        # Who wrote the messages the model read since its last reply, and those before the reply
+        # being planned: a remembered approval covers a call only when its requester alone led to it.
+        self.authors_since_reply: list[str | None] = []
+        self.authors_of_reply: list[str | None] = []
         if carried is not None:
             self.resume(carried)
 
@@ -223,8 +232,12 @@ class AgentWorkflow:
                 raise Refusal("; ".join(problems))
             if config.carried is None:
                 return config, None
-            if workflow.info().continued_run_id is None:
-                raise Refusal("carried: only a session's own previous run may set it (continue-as-new)")
+            info = workflow.info()
+            # Temporal sets continued_run_id on a cron schedule's runs and on retries as well, each
+            # with the start input as its caller wrote it: neither is the session handing over.
+            if info.continued_run_id is None or info.cron_schedule or info.attempt > 1:
+                raise Refusal("carried: only a session's own previous run may set it (continue-as-new), "
+                              "not a cron schedule's run or a retry")
             return config, CarriedState.model_validate(config.carried)
         except ValidationError as error:
             self.setup_error = f"invalid session input: {describe_validation_error(error)}"
@@ -248,8 +261,6 @@ class AgentWorkflow:
         self.authorized = behaviours.authorization_model
         if self.authorized:
             self.verifier.bound = True
-            workflow.register_random_seed_callback(self.on_reset)
-            asyncio.ensure_future(self.watch_for_resets())
         if self.hands_over_anywhere and workflow.info().continued_run_id is None:
             await self.check_tool_names()
         if behaviours.publishes_and_verifies:
@@ -306,6 +317,9 @@ class AgentWorkflow:
                                    type="InvalidSessionInput", non_retryable=True)
         if facts.trusted_keys:
             self.verifier.trusted_keys = facts.trusted_keys
+        if self.authorized:  # runs recorded before this kept no such distinction
+            self.start_asserted = not self.verifier.proves_start(self.config, workflow.info().workflow_id,
+                                                                 workflow.now())
         if self.verifier.required and not self.verifier.trusted_keys:
             raise ApplicationError(
                 "invalid session input: verified_decisions needs a worker that trusts the API's signing key "
@@ -393,6 +407,7 @@ class AgentWorkflow:
                     continue
                 break
             self.append(self.conversation.assistant_message(reply))
+            self.authors_of_reply, self.authors_since_reply = self.authors_since_reply, []
             workflow.logger.info("step", extra={"session": workflow.info().workflow_id, "turn": self.turn,
                                                 "step": self.steps, "tools": [c.name for c in reply.tool_calls]})
             if not reply.tool_calls:
@@ -598,16 +613,25 @@ class AgentWorkflow:
                 "run_tool", invocation, result_type=str, summary=f"{tool} ({call_id})", **TOOL_CALL
             )
         except ActivityError as error:
+            # An error's text is the tool's (an MCP server's isError result, an exception's message):
+            # it enters the conversation like a result, so it counts as the tool's output too.
+            self.output_entered(tool, call_id)
             return ToolOutcome(text=f"Error: {tool} failed: {failure_message(error)}")
+        self.output_entered(tool, call_id)
+        return ToolOutcome(text=output, ran=True)
+
+    def output_entered(self, tool: str, call_id: str) -> None:
         if all(seen != tool for seen, _ in self.results_this_turn):  # the policy needs the first of each
             self.results_this_turn = newest([*self.results_this_turn, (tool, call_id)], RESULTS_KEPT)
-        return ToolOutcome(text=output, ran=True)
 
     def take_in_messages(self) -> None:
         """Steering: messages that arrived mid-turn join at this step boundary."""
         for message in self.inbox:
             self.append(ChatMessage(role="user", content=message.text))
             self.speaker = message.by
+            self.speaker_asserted = message is self.first_message and self.start_asserted
+            if message.by not in self.authors_since_reply:
+                self.authors_since_reply.append(message.by)
             self.event_log.add("message", workflow.now(), text=message.text, by=message.by)
         self.inbox.clear()
         self.interrupt_requested = False
@@ -671,7 +695,8 @@ class AgentWorkflow:
             error=self.error, interrupt_requested=self.interrupt_requested, step=self.step, pauses=self.pauses,
             used_call_ids=self.used_call_ids, cancel_reason=self.cancel_reason, idle_until=self.idle_until,
             events=self.event_log.carried(), verifier=self.verifier, pins=self.pins,
-            results_this_turn=self.results_this_turn,
+            results_this_turn=self.results_this_turn, speaker_asserted=self.speaker_asserted,
+            authors_since_reply=self.authors_since_reply, authors_of_reply=self.authors_of_reply,
         )
 
     def resume(self, carried: CarriedState) -> None:
@@ -692,6 +717,8 @@ class AgentWorkflow:
         if carried.verifier is not None:
             self.verifier = carried.verifier
         self.pins, self.results_this_turn = dict(carried.pins), list(carried.results_this_turn)
+        self.speaker_asserted = carried.speaker_asserted
+        self.authors_since_reply, self.authors_of_reply = list(carried.authors_since_reply), list(carried.authors_of_reply)
         if self.pauses.is_waiting():
             self.state = "awaiting_human"
         elif self.in_turn or self.inbox:
@@ -743,7 +770,8 @@ class AgentWorkflow:
     def describe_for_the_person(self, item: PendingCall, plan: PlannedCall) -> None:
         """What the person deciding needs beside the call: who asked (verified or asserted), what
         led to it, what the model said, what the tool is, and why it waits for them."""
-        item.verified = self.config.verified_decisions
+        item.verified = self.config.verified_decisions and not (
+            self.speaker_asserted and self.authorized)
         item.led_by, item.model_text = self.conversation.context_of(item.call_id, 1_000)
         spec = CATALOG.get(item.tool)  # what the tool is, as the worker knows it now: shown, not judged
         item.description = clip(spec.description, 500) if spec is not None else None
@@ -795,12 +823,24 @@ class AgentWorkflow:
                 continue
             if item.escalate_at is not None and item.escalate_at <= now:
                 item.escalate_at = None
+                escalated = self.escalation_for(item)
                 if item.approvers is not None:
-                    item.approvers = list(dict.fromkeys([*item.approvers, *self.config.escalate_to]))
-                self.notify("escalated", item, to=self.config.escalate_to)
+                    item.approvers = list(dict.fromkeys([*item.approvers, *escalated]))
+                self.notify("escalated", item, to=escalated)
             if item.remind_at is not None and item.remind_at <= now:
                 item.remind_at = deadline_after(now, self.config.remind_after_seconds)
                 self.notify("reminder", item)
+
+    def planned(self, call_id: str) -> PlannedCall | None:
+        return next((plan for plan in self.step.plans if plan.call_id == call_id), None) if self.step else None
+
+    def escalation_for(self, item: PendingCall) -> list[str]:
+        """Whom an escalation adds: `escalate_to`, less anyone the operator's policy (as it was when
+        the call was judged) does not let decide this call; the start only checked the policy then."""
+        plan = self.planned(item.call_id) if self.authorized else None
+        if plan is None or plan.approvers is None:
+            return list(self.config.escalate_to)
+        return [person for person in self.config.escalate_to if person in plan.approvers]
 
     def settle_all(self, outcome: Outcome, why: str) -> None:
         for settlement in self.pauses.settle_all(outcome, why, workflow.now()):
@@ -814,12 +854,15 @@ class AgentWorkflow:
     def grant_for(self, plan: PlannedCall) -> Grant | None:
         """A remembered approval that covers this call; under four-eyes, never its author's own request."""
         sha, now = args_sha256(plan.args), workflow.now()
-        if self.authorized and (plan.untrusted or plan.remember_allowed is False):
+        if self.authorized and (plan.untrusted or plan.remember_allowed is False or (plan.required_approvals or 1) > 1):
             return None
+        four_eyes = self.config.four_eyes or (self.authorized and bool(plan.four_eyes))
         return next((
             grant for grant in self.grants
-            if grant.covers(plan.tool, sha, now) and not (self.config.four_eyes and grant.by == self.speaker)
-            and (not self.authorized or grant.requested_by == self.speaker)
+            if grant.covers(plan.tool, sha, now) and not (four_eyes and grant.by == self.speaker)
+            and (not self.authorized or (grant.requested_by == self.speaker
+                                         and all(author == grant.requested_by for author in self.authors_of_reply)
+                                         and (plan.approvers is None or grant.by in plan.approvers)))
         ), None)
 
     def live_grants(self) -> list[Grant]:
@@ -870,7 +913,7 @@ class AgentWorkflow:
     @user_message_update.validator
     def check_user_message(self, payload: RawValue) -> None:
         self.validate(payload, lambda value: self.verifier.check_message(
-            self.parse_message(value), workflow.info().workflow_id, workflow.now()))
+            self.parse_message(value), workflow.info().workflow_id, workflow.now(), self.run_check(recording=False)))
 
     @workflow.signal
     def approve(self, payload: RawValue) -> None:
@@ -989,26 +1032,19 @@ class AgentWorkflow:
 
     def proven(self, decision: DecisionBase) -> tuple[Any, SpentProof | None]:
         """On a verified session, the decision as its proof says it was made (see workflows/identity.py)."""
-        self.note_reset()
-        return self.verifier.check(decision, workflow.info().workflow_id, self.pauses.open, workflow.now())
+        return self.verifier.check(decision, workflow.info().workflow_id, self.pauses.open, workflow.now(),
+                                   self.run_check(recording=not self.validating))
 
-    def on_reset(self, _seed: int) -> None:
-        """Temporal gives a run a new random seed exactly where it was reset, live and on every
-        replay alike: from there on no proof issued before the reset counts (Verifier.reset_at).
-        The callback runs outside the workflow's event loop, so the time is taken in it."""
-        self.reset_seen = True
+    def run_check(self, recording: bool) -> RunCheck:
+        """Proofs count for the run they were made for (see workflows/identity.py, RunCheck).
 
-    async def watch_for_resets(self) -> None:
-        while True:
-            await workflow.wait_condition(lambda: self.reset_seen)
-            self.note_reset()
-
-    def note_reset(self) -> None:
-        """The moment of a reset, taken in the activation that carries it (a decision in the same
-        activation asks first)."""
-        if self.reset_seen:
-            self.reset_seen = False
-            self.verifier.reset_at = workflow.now()
+        A reset run replays, under its new run id, decisions the run it came from accepted; a
+        refusal for another run is therefore recorded (a patch marker named by the proof), and on
+        replay a proof for another run is refused exactly where such a marker was recorded. A
+        validator records nothing (it commands nothing): there a proof for another run is refused."""
+        def refused_before(nonce: str) -> bool:
+            return workflow.patched(f"hitl-proof-for-another-run-{nonce[:32]}") if recording else True
+        return RunCheck(run_id=workflow.info().run_id, refused_before=refused_before)
 
     def decide(self, verb: str, payload: Any) -> tuple[Verdict, SpentProof | None]:
         """The one rule book for decisions, shared by signals and Update validators."""
@@ -1080,8 +1116,8 @@ class AgentWorkflow:
         return message
 
     def receive_message(self, payload: Any) -> dict[str, Any]:
-        self.note_reset()
-        message, proof = self.verifier.check_message(self.parse_message(payload), workflow.info().workflow_id, workflow.now())
+        message, proof = self.verifier.check_message(self.parse_message(payload), workflow.info().workflow_id,
+                                                     workflow.now(), self.run_check(recording=True))
         self.verifier.spend(proof, workflow.now())
         self.inbox.append(message.model_copy(update={"proof": None}))
         if message.interrupt and self.state == "running":
@@ -1124,9 +1160,10 @@ class AgentWorkflow:
         self.record("refused", _recorded(fields.get("call_id")), by=_recorded(fields.get("by")), reason=reason, signal=signal)
         self.event_log.add("refused", workflow.now(), signal=signal, reason=reason)
 
-    @staticmethod
-    def validate(payload: RawValue, check: Callable[[Any], Any]) -> None:
-        """An Update's validator: the rejection quotes at most a few hundred bytes of what was sent."""
+    def validate(self, payload: RawValue, check: Callable[[Any], Any]) -> None:
+        """An Update's validator: the rejection quotes at most a few hundred bytes of what was sent.
+        (`validating` is true only while it runs: see run_check.)"""
+        self.validating = True
         try:
             check(decoded(payload))
         except ProofRefusal:
@@ -1135,6 +1172,8 @@ class AgentWorkflow:
             raise refused(clip(str(refusal), RECORDED_BYTES * 4), refusal.code) from None
         except Exception as error:
             raise refused(f"internal error: {type(error).__name__}: {clip(str(error), RECORDED_BYTES)}", "conflict") from None
+        finally:
+            self.validating = False
 
     def update_or_fail(self, name: str, payload: RawValue, handle: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
         """Validators refuse most bad Updates before they are recorded; what reaches a handler and

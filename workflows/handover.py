@@ -75,6 +75,9 @@ class CarriedState(BaseModel):
     verifier: Verifier | None = None
     pins: dict[str, Pin] = Field(default_factory=dict)
     results_this_turn: list[tuple[str, str]] = Field(default_factory=list)
+    speaker_asserted: bool = False  # the speaker's `by` is the start input's, unproven (AgentWorkflow)
+    authors_since_reply: list[str | None] = Field(default_factory=list)
+    authors_of_reply: list[str | None] = Field(default_factory=list)
 
 
 def fits(carried: CarriedState) -> bool:

@@ -14,12 +14,13 @@ result, so a replay checks the same proofs against the same keys.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Sequence, TypeVar
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence, TypeVar
 
 from pydantic import BaseModel, Field
 
 from workflows.pauses import Approve, DecisionBase, PendingCall, Refusal
-from workflows.proofs import FRESH_FOR, MESSAGE_CALL_ID, DecisionClaims, ProofError, verify_decision
+from workflows.proofs import FRESH_FOR, MESSAGE_CALL_ID, DecisionClaims, ProofError, sign_decision, verify_decision
 from workflows.rules import args_sha256
 from workflows.session import UserMessage
 
@@ -39,6 +40,21 @@ class SpentProof(BaseModel):
     issued_at: int
 
 
+@dataclass(frozen=True)
+class RunCheck:
+    """The run a proof must have been made for, and how the workflow recorded earlier refusals.
+
+    A proof names the run it was made for: a `temporal workflow reset` (or a session closed and
+    started again under its id) is a new run, and the proofs read from the old one's history are
+    no decision in it; after a reset, pending calls wait for a new decision. A reset run replays,
+    under its new id, what the old run accepted; `refused_before(nonce)` says whether this very
+    refusal was recorded when it first happened (AgentWorkflow.run_check), so a replay accepts
+    and refuses exactly as the run did."""
+
+    run_id: str
+    refused_before: Callable[[str], bool]
+
+
 class Verifier(BaseModel):
     """The session's trusted keys and the proofs it has already accepted (both carried over)."""
 
@@ -47,13 +63,9 @@ class Verifier(BaseModel):
     spent: list[SpentProof] = Field(default_factory=list)
     # Proofs bind the whole decision (off for runs recorded before they did).
     bound: bool = False
-    # When the session was last reset (`temporal workflow reset`): the proofs it had spent after
-    # the reset point are forgotten with that part of its history, so no proof issued before the
-    # reset counts after it. Pending calls wait for a new decision.
-    reset_at: datetime | None = None
 
-    def check(self, decision: Checked, session_id: str, items: Sequence[PendingCall],
-              now: datetime) -> tuple[Checked, SpentProof | None]:
+    def check(self, decision: Checked, session_id: str, items: Sequence[PendingCall], now: datetime,
+              run: RunCheck | None = None) -> tuple[Checked, SpentProof | None]:
         """The decision as the proof says it was made (its person as `by`), or a ProofRefusal."""
         if not self.required:
             return decision, None
@@ -70,12 +82,13 @@ class Verifier(BaseModel):
             expected = args_sha256(edited) if edited is not None else item.args_sha256
             if claims.args_sha256 != expected:
                 raise ProofRefusal("the proof was made for other arguments than these")
-        self.refuse_unbound(claims, decision.digest())
+        self.refuse_unbound(claims, decision.digest(), run)
         self.refuse_if_spent(claims.nonce, now)
         proven = decision.model_copy(update={"by": claims.by, "call_id": claims.call_id})
         return proven, SpentProof(nonce=claims.nonce, issued_at=claims.issued_at)
 
-    def check_message(self, message: UserMessage, session_id: str, now: datetime) -> tuple[UserMessage, SpentProof | None]:
+    def check_message(self, message: UserMessage, session_id: str, now: datetime,
+                      run: RunCheck | None = None) -> tuple[UserMessage, SpentProof | None]:
         """A message's author counts (four-eyes compares it with the approver), so on a verified
         session a message, too, must come with a proof of who wrote this very text."""
         if not self.required:
@@ -85,22 +98,35 @@ class Verifier(BaseModel):
             raise ProofRefusal("the proof was not made for a message to this session")
         if claims.args_sha256 != args_sha256({"text": message.text}):
             raise ProofRefusal("the proof was made for another text")
-        self.refuse_unbound(claims, message_digest(message))
+        self.refuse_unbound(claims, message_digest(message), run)
         self.refuse_if_spent(claims.nonce, now)
         return message.model_copy(update={"by": claims.by}), SpentProof(nonce=claims.nonce, issued_at=claims.issued_at)
 
-    def refuse_unbound(self, claims: DecisionClaims, digest: str) -> None:
-        """A proof counts for the decision exactly as it was signed, and not across a reset."""
+    def proves_start(self, session_input: Any, session_id: str, now: datetime) -> bool:
+        """Whether the start input carries the API's proof that its `by` started it so: on a verified
+        session started any other way (the `temporal` CLI), the first request is only asserted."""
+        if not self.required or session_input.proof is None or session_input.by is None:
+            return False
+        try:
+            claims = self.signed_claims(session_input.proof, "a start signed by the API", now)
+        except ProofRefusal:
+            return False
+        return (claims.session_id == session_id and claims.action == "message" and claims.call_id == START_CALL_ID
+                and claims.by == session_input.by and claims.args_sha256 == args_sha256({"text": session_input.message})
+                and claims.decision_sha256 == start_digest(session_input.model_dump(mode="json")))
+
+    def refuse_unbound(self, claims: DecisionClaims, digest: str, run: RunCheck | None) -> None:
+        """A proof counts for the decision exactly as it was signed, in the run it was made for."""
         if not self.bound:
             return
-        if self.reset_at is not None and claims.issued_at <= self.reset_at.timestamp():
-            raise ProofRefusal(f"the proof was issued before the session was reset ({self.reset_at.isoformat()}); "
-                               "decide again")
-        if claims.decision_sha256 is None:
-            raise ProofRefusal("the proof does not bind the whole decision; ask the API for a new one")
+        if claims.decision_sha256 is None or claims.run_id is None:
+            raise ProofRefusal("the proof does not bind the run and the whole decision; ask the API for a new one")
         if claims.decision_sha256 != digest:
             raise ProofRefusal("the proof was made for another decision: its comment, remember, result, reason, "
                                "answer or arguments differ")
+        if run is not None and claims.run_id != run.run_id and run.refused_before(claims.nonce):
+            raise ProofRefusal("the proof was made for another run of this session (it was reset, started "
+                               "again or handed over since); decide again", code="stale_run")
 
     def signed_claims(self, proof: str | None, what: str, now: datetime) -> DecisionClaims:
         """What a proof vouches for, if a trusted key signed it and it is fresh."""
@@ -131,6 +157,24 @@ class Verifier(BaseModel):
 def _horizon(now: datetime) -> float:
     """Proofs issued before this cannot pass as fresh any more (clocks may drift either way)."""
     return (now - 2 * FRESH_FOR - timedelta(minutes=1)).timestamp()
+
+
+START_CALL_ID = "start"  # a start's proof is about no call: it binds the whole start input
+
+
+def start_digest(session_input: dict[str, Any]) -> str:
+    """What a start's proof binds: the whole input as the workflow reads it (rules and all)."""
+    from workflows.session import SessionInput
+
+    checked = SessionInput.model_validate({**session_input, "proof": None, "carried": None})
+    return args_sha256({"verb": "start", **checked.model_dump(mode="json", exclude={"proof", "carried"})})
+
+
+def start_proof(key: Any, key_id: str, session_id: str, session_input: dict[str, Any], now: datetime | None = None) -> str:
+    """The API's proof that `by` started this session with this input."""
+    return sign_decision(key, key_id, session_id=session_id, call_id=START_CALL_ID, action="message",
+                         by=session_input.get("by") or "", args_sha256=args_sha256({"text": session_input.get("message")}),
+                         now=now, decision_sha256=start_digest(session_input))
 
 
 def message_digest(message: UserMessage) -> str:

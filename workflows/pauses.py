@@ -34,7 +34,8 @@ Outcome = Literal[
 ]
 
 
-RefusalCode = Literal["not_found", "forbidden", "conflict", "invalid"]
+# stale_run: a proof made for another run of the session (a client signs again for the current one).
+RefusalCode = Literal["not_found", "forbidden", "conflict", "invalid", "stale_run"]
 
 
 class Refusal(Exception):

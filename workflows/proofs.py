@@ -51,6 +51,9 @@ class DecisionClaims(BaseModel):
     # The decision's own digest (DecisionBase.digest: its comment, remember, result, reason,
     # answer...), so no field can be changed or added under the signature. Absent in older proofs.
     decision_sha256: str | None = None
+    # The run it was made for: a reset, or a session started again under the same id, is another
+    # run, where it is no decision (workflows/identity.py, RunCheck). Absent in older proofs.
+    run_id: str | None = None
 
 
 def _b64(data: bytes) -> str:
@@ -70,13 +73,14 @@ def public_key_b64(key: Ed25519PrivateKey) -> str:
 def sign_decision(
     key: Ed25519PrivateKey, key_id: str, *, session_id: str, call_id: str, action: ProofAction, by: str,
     args_sha256: str, now: datetime | None = None, decision_sha256: str | None = None,
+    run_id: str | None = None,
 ) -> str:
     """The `proof` a decision carries, for `by`, about this session, call, verb, arguments and the
     whole decision."""
     claims = DecisionClaims(
         session_id=session_id, call_id=call_id, action=action, by=by, args_sha256=args_sha256,
         nonce=secrets.token_hex(16), issued_at=int((now or datetime.now(timezone.utc)).timestamp()),
-        decision_sha256=decision_sha256,
+        decision_sha256=decision_sha256, run_id=run_id,
     )
     body = _b64(json.dumps(claims.model_dump(exclude_none=True), sort_keys=True, separators=(",", ":")).encode())
     signed = f"{VERSION}.{key_id}.{body}".encode()

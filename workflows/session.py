@@ -76,6 +76,9 @@ class SessionInput(DecisionRules):
     continue_as_new_after_events: int = Field(default=10_000, ge=20, le=40_000)
     # Decisions count only with a proof the API signed for the person (workflows/identity.py).
     verified_decisions: bool = False
+    # On a verified session, the API's proof that `by` started it with this very input
+    # (workflows/identity.py, start_proof); without it the first request is only asserted.
+    proof: Proof | None = None
     # Set only by the session itself when it continues as new (see workflows/handover.py):
     # a start input that carries it is refused, so no caller can forge grants or history.
     carried: dict[str, Any] | None = None
