@@ -221,8 +221,6 @@ async def test_a_remembered_approval_does_not_cover_a_call_someone_else_also_led
     assert [e["event"] for e in await query(session, "audit")].count("auto_approved") == 0
 
 
-@pytest.mark.xfail(strict=True, reason="results_this_turn keeps the newest 50 tools whose output entered the turn: "
-                   "50 other tools push the untrusted one out (fix: an overflow flag the judgement treats as untrusted)")
 async def test_untrusted_output_is_not_forgotten_after_fifty_other_tools(
     openai_agent: tuple[Any, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

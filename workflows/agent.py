@@ -67,6 +67,7 @@ from workflows.pauses import (
     parse_decision,
 )
 from workflows.patches import Behaviours
+from workflows.policy import MORE_TOOLS
 from workflows.planning import PlannedCall, plan_reply, with_recorded_args, with_unique_call_ids
 from workflows.requests import (
     ConversationRef,
@@ -621,8 +622,13 @@ class AgentWorkflow:
         return ToolOutcome(text=output, ran=True)
 
     def output_entered(self, tool: str, call_id: str) -> None:
-        if all(seen != tool for seen, _ in self.results_this_turn):  # the policy needs the first of each
-            self.results_this_turn = newest([*self.results_this_turn, (tool, call_id)], RESULTS_KEPT)
+        """The first output of each tool in the turn, for the policy's untrusted_output. Past
+        RESULTS_KEPT tools, one entry says more came (the judgement counts it as untrusted), so no
+        number of harmless calls can push an untrusted one out."""
+        turn = self.results_this_turn
+        if any(seen in (tool, MORE_TOOLS) for seen, _ in turn):
+            return
+        self.results_this_turn = [*turn, (tool, call_id) if len(turn) < RESULTS_KEPT else (MORE_TOOLS, call_id)]
 
     def take_in_messages(self) -> None:
         """Steering: messages that arrived mid-turn join at this step boundary."""

@@ -23,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from workflows.forms import describe_validation_error
 
 ANYONE = "*"
+# Stands for the output of more tools than a turn keeps track of (AgentWorkflow.output_entered).
+MORE_TOOLS = "(more tools than the session keeps track of)"
 Approval = Literal["always", "never", "tool"]
 
 
@@ -130,8 +132,9 @@ class OperatorPolicy(BaseModel):
         )
 
     def first_untrusted(self, results: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
-        """The first (tool, call id) whose output the policy does not trust."""
-        return next(((tool, call_id) for tool, call_id in results if matches(tool, self.untrusted_output)), None)
+        """The first (tool, call id) whose output the policy does not trust (any it cannot tell)."""
+        return next(((tool, call_id) for tool, call_id in results
+                     if matches(tool, self.untrusted_output) or (tool == MORE_TOOLS and self.untrusted_output)), None)
 
     def trusts_mcp_server(self, server: str) -> bool:
         return matches(server, self.trusted_mcp_servers)
