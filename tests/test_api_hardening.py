@@ -273,6 +273,7 @@ async def test_a_closed_session_is_read_once_and_then_without_the_worker(env: Wo
         async with api.as_("ana") as ana:
             assert (await ana.post(f"/sessions/{session}/cancel", json={"reason": "done"})).status_code == 200
             await eventually(lambda: ana.get(f"/sessions/{session}"), lambda answer: answer.json()["state"] == "closed")
+            await agent.client.get_workflow_handle(session).result()  # the run has ended, not only its turn
             first = {read: (await ana.get(f"/sessions/{session}{read}")).json() for read in ("", "/pending", "/transcript", "/audit")}
         await worker.aclose()  # no worker polls the task queue any more: a query would wait for ever
         async with api.as_("ana") as ana:
