@@ -233,7 +233,9 @@ async def assert_every_approval_was_allowed(
     person too); and when no approval was added since `approvals_before`, the
     file (written afresh before each example) is still there."""
     audit = await handle.query("audit")
-    approvals = [e for e in audit if e["event"] in APPROVALS]
+    # A call that runs on its tool's own setting is audited too, with that rule: no person approved it.
+    approvals = [e for e in audit if e["event"] in APPROVALS
+                 and not (e["by"] is None and (e.get("rule") or "").startswith("the tool's own setting"))]
     for event in approvals:
         allowed = allowed_for(rules, event["tool"])
         if allowed is not None:
