@@ -128,6 +128,28 @@ EXPECTED_SCENARIOS = {
     "test_replay.py": [
         "test_a_session_run_just_now_replays",
     ],
+    # Judged calls, the operator's policy, bound proofs and pinned definitions. A reset run is not
+    # kept: the Replayer runs a history under its start event's run id, which for a reset run is
+    # the run it was reset from; test_authorization.py resets a reset run to replay one for real.
+    "test_authorization.py": [
+        "test_a_forged_model_reply_cannot_ride_the_verdict_on_a_smaller_call",
+        "test_after_a_reset_an_old_proof_is_no_decision_and_cannot_be_extended",
+        "test_a_remembered_approval_covers_only_the_requests_of_the_person_it_was_given_for",
+        "test_session_input_cannot_loosen_the_operators_policy",
+        "test_the_policy_asks_its_approvers_and_forbids_remembering",
+        "test_untrusted_output_makes_outbound_tools_ask",
+        "test_a_tool_that_needed_approval_keeps_asking_when_its_server_redefines_it",
+        "test_a_new_run_records_one_patch_marker_not_one_per_patch",
+    ],
+    "test_authorization_review.py": [
+        "test_an_escalation_adds_only_people_the_policy_lets_decide",
+        "test_a_remembered_approval_does_not_cover_a_call_someone_else_also_led_to",
+        "test_untrusted_output_is_not_forgotten_after_fifty_other_tools",
+    ],
+    "test_mcp_trust.py": [
+        "test_a_rug_pull_does_not_let_a_tool_that_asked_run_unasked",
+        "test_an_untrusted_servers_hints_are_shown_never_obeyed",
+    ],
 }
 # Scenarios whose sessions continued as new: the corpus must hold a session's runs before and after.
 CONTINUED_AS_NEW = [
