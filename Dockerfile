@@ -10,7 +10,7 @@ COPY activities ./activities
 COPY console ./console
 COPY api ./api
 COPY catalog ./catalog
-COPY settings.py encryption.py decision_keys.py devserver.py exit_cleanly.py worker.py starter.py ./
+COPY settings.py encryption.py decision_keys.py devserver.py exit_cleanly.py telemetry.py worker.py starter.py ./
 RUN pip install --no-cache-dir --no-deps . \
     && useradd --create-home --uid 10001 agent \
     && mkdir -p /workspace && chown agent /workspace

@@ -161,5 +161,7 @@ def test_the_dockerfile_installs_the_lock_and_copies_every_module_the_package_de
         assert package.split(".")[0] in copied_names, f"Dockerfile does not copy {package}"
     for module in setuptools["py-modules"]:
         assert f"{module}.py" in copied_names, f"Dockerfile does not copy {module}.py"
+    top_level = {path.stem for path in ROOT.glob("*.py")}
+    assert top_level <= set(setuptools["py-modules"]), f"not declared (nor copied): {sorted(top_level - set(setuptools['py-modules']))}"
     assert "pip install --no-cache-dir --require-hashes -r requirements.lock" in dockerfile
     assert "--no-deps ." in dockerfile
