@@ -307,3 +307,43 @@ async def test_a_new_run_records_one_patch_marker_not_one_per_patch(agent: Agent
     markers = [e.marker_recorded_event_attributes.marker_name for e in (await session.fetch_history()).events
                if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
     assert markers.count("core_patch") == 1, markers
+
+
+async def test_an_operator_accepts_a_changed_definition_in_the_policy(
+    openai_agent: tuple[Agent, FakeOpenAI], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pending item names the new definition; once the operator's policy accepts it, the running
+    session takes it (here: the tool no longer needs approval) and pins it."""
+    agent, fake = openai_agent
+    write_policy(tmp_path, monkeypatch, {})
+    schema = {"type": "object", "properties": {"target": {"type": "string"}}, "required": ["target"]}
+
+    async def deploy(args: dict[str, Any], context: Any) -> str:
+        return f"deployed to {args['target']}"
+
+    def listed(needs_approval: bool, description: str) -> SchemaToolSpec:
+        return SchemaToolSpec(name="mcp__ops__deploy", description=description, arguments=None, function=None,
+                              needs_approval=needs_approval, input_schema=schema, runner=deploy)
+
+    CATALOG.add(listed(True, "Deploy the service."))
+    try:
+        fake.script(tool_calls(("d1", "mcp__ops__deploy", {"target": "staging"})), text("done"),
+                    tool_calls(("d2", "mcp__ops__deploy", {"target": "prod"})), text("asked"),
+                    tool_calls(("d3", "mcp__ops__deploy", {"target": "prod"})), text("done"))
+        session = await agent.start("deploy to staging")
+        await session.execute_update("approve_update", {"call_id": (await pending_items(session))[0]["call_id"], "by": "ana"})
+        await settled(session)
+        CATALOG.add(listed(False, "Deploy, now without asking."))
+        await session.signal("user_message", {"text": "now prod"})
+        [changed] = await pending_items(session)
+        definition = changed["because"].split("accepts definition ")[1].split()[0]
+        await session.execute_update("reject_update", {"call_id": changed["call_id"], "by": "ana"})
+        await settled(session)
+        write_policy(tmp_path, monkeypatch, {"accepted_definitions": {"mcp__ops__deploy": [definition]}})
+        await session.signal("user_message", {"text": "prod again"})
+        status = await eventually(lambda: query(session, "status"), lambda s: s["state"] == "idle" and s["turn"] == 3)
+    finally:
+        CATALOG.remove("mcp__ops__deploy")
+    assert status["pending"] == 0
+    results = {m["tool_call_id"]: m["content"] for m in await query(session, "transcript") if m["role"] == "tool"}
+    assert "deployed to prod" in results["d3"]

@@ -527,8 +527,8 @@ class AgentWorkflow:
             summary="judge the calls: catalog and operator's policy",
         )
         for tool, pin in judgement.new_pins.items():
-            if len(self.pins) < PINS_KEPT:
-                self.pins.setdefault(tool, pin)
+            if pin.accepted or (tool not in self.pins and len(self.pins) < PINS_KEPT):
+                self.pins[tool] = pin
         for plan in judgement.plans:
             if plan.get("reusable"):
                 self.reusable_runs[plan["tool"]] = ({k: v for k, v in plan.items() if k not in ("args", "args_as_sent")},

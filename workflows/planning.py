@@ -111,8 +111,12 @@ def judge(request: JudgementRequest, offered: dict[str, ToolSpec], policy: Opera
             if sha is not None and pin is None:
                 new_pins[plan.tool] = Pin(sha256=sha, needed_approval=plan.action == "approve")
             elif sha is not None and pin is not None and pin.sha256 != sha and pin.needed_approval:
-                plan = _asks(plan, f"the definition of {plan.tool} changed since this session first saw it "
-                                   "(it needed approval then)", untrusted=True)
+                if policy is not None and policy.accepts_definition(plan.tool, sha):
+                    new_pins[plan.tool] = Pin(sha256=sha, needed_approval=plan.action == "approve", accepted=True)
+                else:
+                    plan = _asks(plan, f"the definition of {plan.tool} changed since this session first saw it "
+                                       f"(it needed approval then; an operator accepts definition {sha[:16]} in the "
+                                       "policy's accepted_definitions)", untrusted=True)
             if tainted is not None and policy is not None and policy.needs_approval_when_untrusted(plan.tool):
                 plan = _asks(plan, f"untrusted output from {tainted[0]} ({tainted[1]})", untrusted=True)
             plan.reusable = (plan.action == "run" and spec.needs_approval is False and policy_error is None

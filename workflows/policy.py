@@ -84,6 +84,9 @@ class OperatorPolicy(BaseModel):
     # MCP servers (names or globs of HITL_MCP_CONFIG's entries) whose annotations decide, as an
     # entry's own `"trusted": true` would (docs/mcp.md): the operator's word, not the server's.
     trusted_mcp_servers: list[str] = Field(default_factory=list)
+    # Tool definitions an operator accepted (tool name -> sha256 prefixes, at least 16 hex digits, as
+    # a pending item shows them): running sessions that pinned an earlier definition take this one.
+    accepted_definitions: dict[str, list[Annotated[str, Field(min_length=16, max_length=64)]]] = Field(default_factory=dict)
 
     # ------------------------------------------------------------ people
 
@@ -135,6 +138,9 @@ class OperatorPolicy(BaseModel):
         """The first (tool, call id) whose output the policy does not trust (any it cannot tell)."""
         return next(((tool, call_id) for tool, call_id in results
                      if matches(tool, self.untrusted_output) or (tool == MORE_TOOLS and self.untrusted_output)), None)
+
+    def accepts_definition(self, tool: str, sha256: str) -> bool:
+        return any(sha256.startswith(prefix.lower()) for prefix in self.accepted_definitions.get(tool, []))
 
     def trusts_mcp_server(self, server: str) -> bool:
         return matches(server, self.trusted_mcp_servers)

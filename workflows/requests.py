@@ -74,6 +74,7 @@ class Pin(BaseModel):
 
     sha256: str
     needed_approval: bool
+    accepted: bool = False  # an operator accepted this definition in place of the one first seen
 
 
 class JudgementRequest(BaseModel):
