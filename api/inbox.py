@@ -14,12 +14,10 @@ participants and operators decide, which the memos tell).
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime, timezone
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
-from temporalio.api.workflowservice.v1 import ListWorkflowExecutionsRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -27,7 +25,7 @@ from api.access import Policy, SessionFacts, expanded, may_decide
 from api.auth import caller
 from api.gateway import temporal
 from api.guard import policy_of
-from console.inbox import LIMIT, MEMO_KEY, PAGE_SIZE, RPC, InboxItem, escaped, items_of, visibility_query
+from console.inbox import LIMIT, MEMO_KEY, InboxItem, escaped, executions, items_of, visibility_query
 
 router = APIRouter(tags=["inbox"])
 SESSION_MEMO = "hitl_session"
@@ -80,23 +78,13 @@ def decides(person: str, session: SessionFacts, item: InboxItem, policy: Policy 
 async def listed(client: Client, query: str) -> list[tuple[SessionFacts, InboxItem]]:
     """Every listed session's open pauses with the session's facts, page after page."""
     rows: list[tuple[SessionFacts, InboxItem]] = []
-
-    def fetch(token: bytes) -> asyncio.Task[Any]:
-        request = ListWorkflowExecutionsRequest(namespace=client.namespace, query=query, page_size=PAGE_SIZE,
-                                                next_page_token=token)
-        return asyncio.ensure_future(client.workflow_service.list_workflow_executions(request, retry=True, timeout=RPC))
-
-    following = fetch(b"")
-    while following is not None:
-        page = await following
-        following = fetch(page.next_page_token) if page.next_page_token else None
-        for execution in page.executions:
-            session_id = execution.execution.workflow_id
-            items = await items_of(client, session_id, execution.memo.fields.get(MEMO_KEY)) or []
-            about = await memo_of(client, execution.memo.fields.get(SESSION_MEMO))
-            session = SessionFacts.from_memo(session_id, execution.execution.run_id, False,
-                                             {SESSION_MEMO: about, MEMO_KEY: [item.model_dump() for item in items]})
-            rows.extend((session, item) for item in items)
+    async for execution in executions(client, query):
+        session_id = execution.execution.workflow_id
+        items = await items_of(client, session_id, execution.memo.fields.get(MEMO_KEY)) or []
+        about = await memo_of(client, execution.memo.fields.get(SESSION_MEMO))
+        session = SessionFacts.from_memo(session_id, execution.execution.run_id, False,
+                                         {SESSION_MEMO: about, MEMO_KEY: [item.model_dump() for item in items]})
+        rows.extend((session, item) for item in items)
     return rows
 
 

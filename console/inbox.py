@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal
+from typing import Any, AsyncIterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from temporalio.api.workflowservice.v1 import CountWorkflowExecutionsRequest, ListWorkflowExecutionsRequest
@@ -201,28 +201,33 @@ async def oldest_moment(client: Client, query: str, target: int, now: datetime) 
     return late
 
 
-async def listed(client: Client, query: str) -> tuple[list[InboxItem], int, list[str]]:
-    """One visibility list, page after page (the next page is fetched while this one is read),
-    decoding each session's memo only: the rest of a row is not needed."""
-    items: list[InboxItem] = []
-    unreadable: list[str] = []
-    sessions = 0
-
+async def executions(client: Client, query: str) -> AsyncIterator[Any]:
+    """Every session a visibility query lists, page after page (the next page is fetched while
+    this one is read)."""
     def fetch(token: bytes) -> asyncio.Task[Any]:
         request = ListWorkflowExecutionsRequest(namespace=client.namespace, query=query, page_size=PAGE_SIZE,
                                                 next_page_token=token)
         return asyncio.ensure_future(client.workflow_service.list_workflow_executions(request, retry=True, timeout=RPC))
 
-    following = fetch(b"")
+    following: asyncio.Task[Any] | None = fetch(b"")
     while following is not None:
         page = await following
         following = fetch(page.next_page_token) if page.next_page_token else None
         for execution in page.executions:
-            sessions += 1
-            found = await items_of(client, execution.execution.workflow_id, execution.memo.fields.get(MEMO_KEY))
-            if found is None:
-                unreadable.append(execution.execution.workflow_id)
-            items.extend(found or [])
+            yield execution
+
+
+async def listed(client: Client, query: str) -> tuple[list[InboxItem], int, list[str]]:
+    """One visibility list, decoding each session's memo only: the rest of a row is not needed."""
+    items: list[InboxItem] = []
+    unreadable: list[str] = []
+    sessions = 0
+    async for execution in executions(client, query):
+        sessions += 1
+        found = await items_of(client, execution.execution.workflow_id, execution.memo.fields.get(MEMO_KEY))
+        if found is None:
+            unreadable.append(execution.execution.workflow_id)
+        items.extend(found or [])
     return items, sessions, unreadable
 
 
