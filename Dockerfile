@@ -7,10 +7,8 @@ RUN pip install --no-cache-dir --require-hashes -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY workflows ./workflows
 COPY activities ./activities
-COPY console ./console
-COPY api ./api
-COPY catalog ./catalog
-COPY settings.py encryption.py decision_keys.py devserver.py exit_cleanly.py telemetry.py worker.py starter.py ./
+COPY hitl ./hitl
+COPY worker.py starter.py ./
 RUN pip install --no-cache-dir --no-deps . \
     && useradd --create-home --uid 10001 agent \
     && mkdir -p /workspace && chown agent /workspace

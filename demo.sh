@@ -22,7 +22,9 @@ options:
 environment:
   OPENAI_API_KEY, OPENAI_BASE_URL, HITL_MODEL   a real model (default: the built-in offline model)
   HITL_WORKSPACE   the folder the tools may touch (default: ./workspace)
-  TEMPORAL_ADDRESS a Temporal server to use instead of starting one (default: localhost:7233)
+  TEMPORAL_ADDRESS a Temporal server to use; when none listens there, the demo starts its own
+                   on that port (default: localhost:7233)
+  HITL_UI_PORT     the Web UI port of the server the demo starts (default: 8233)
 
 In the chat: /help lists the commands; at a decision type a, e or r.
 USAGE

@@ -11,10 +11,12 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
+from activities.conversation_cache import CACHE
 from activities.model_context import read_model_request
 from activities.reply_bounds import bounded_reply
 from activities.tools import CATALOG  # the catalog, with the built-in tools registered
-from settings import Settings
+from hitl.settings import Settings
+from workflows.contract import CALL_MODEL, CATALOG_VERDICTS, JUDGE_CALLS, UNKNOWN_TOOLS
 from workflows.conversation import ModelReply
 from workflows.planning import catalog_plans, judge
 from workflows.policy import PolicyError, policy_from_env
@@ -53,16 +55,19 @@ class ModelActivities:
         self.backend = backend
         self.client = client
 
-    @activity.defn(name="call_model")
+    @activity.defn(name=CALL_MODEL.name)
     async def call_model(self, request: ConversationRef | ModelRequest) -> ModelReply:
         """Every exception of the call is counted: with no attempt limit in the
         workflow's policy, one that slipped past would be retried for ever and
         leave the session `running` with no error."""
         try:
             async with heartbeating():
-                model_request = await self.resolve(request)
+                model_request, checked = await self.resolve(request)
                 reply = bounded_reply(await self.backend.complete(model_request))
-            return with_catalog_plans(reply, model_request)
+            reply = with_catalog_plans(reply, model_request)
+            if isinstance(request, ConversationRef):
+                CACHE.remember(request, model_request, reply, checked)
+            return reply
         except ApplicationError as error:
             if error.non_retryable:
                 raise
@@ -72,30 +77,35 @@ class ModelActivities:
             raise final_on_attempt(failure, MODEL_ATTEMPTS) from None
 
 
-    async def resolve(self, request: ConversationRef | ModelRequest) -> ModelRequest:
-        """Sessions pass a reference; a whole request still comes from a call scheduled
-        before references existed, when its activity task is retried."""
+    async def resolve(self, request: ConversationRef | ModelRequest) -> tuple[ModelRequest, bool]:
+        """Sessions pass a reference, read from this worker's memory when it can vouch for it
+        (activities/conversation_cache.py: True) and from the workflow otherwise; a whole
+        request still comes from a call scheduled before references existed, when its
+        activity task is retried."""
         if isinstance(request, ModelRequest):
-            return request
+            return request, False
+        remembered = CACHE.request_for(request)
+        if remembered is not None:
+            return remembered, True
         if self.client is None:
             raise ApplicationError("this worker has no Temporal client to read conversations with", non_retryable=True)
-        return await read_model_request(self.client, request)
+        return await read_model_request(self.client, request), False
 
 
-@activity.defn(name="unknown_tools")
+@activity.defn(name=UNKNOWN_TOOLS.name)
 async def unknown_tools(rules: dict) -> list[str]:
     """What a session's rules name that this worker's catalog does not have (a local activity)."""
     return DecisionRules.model_validate(rules).unknown_tools(set(CATALOG.names()))
 
 
-@activity.defn(name="catalog_verdicts")
+@activity.defn(name=CATALOG_VERDICTS.name)
 async def catalog_verdicts(request: VerdictRequest) -> list[dict]:
     """The catalog's verdict on each call of a reply (a local activity, see AgentWorkflow.judge_calls)."""
     offered = {spec.name: spec for spec in CATALOG.select(request.tools)}
     return catalog_plans(request.reply, offered)
 
 
-@activity.defn(name="judge_calls")
+@activity.defn(name=JUDGE_CALLS.name)
 async def judge_calls(request: JudgementRequest) -> Judgement:
     """The worker's verdict on each call of a reply, with the operator's policy as the file says
     now (a local activity, recorded: see AgentWorkflow.judge_by_worker)."""
@@ -124,8 +134,12 @@ async def heartbeating() -> AsyncIterator[None]:
 
     async def beat() -> None:
         while True:
-            activity.heartbeat()
+            # The first beat after an interval, not at once: a call that ends sooner sends none
+            # (each heartbeat is a request to the server and, on Temporal Cloud, an action; one
+            # per model call and per tool was a sixth of the server requests of a busy worker).
+            # The heartbeat timeout (10 s) still sees the first one in time.
             await asyncio.sleep(HEARTBEAT_EVERY_SECONDS)
+            activity.heartbeat()
 
     task = asyncio.create_task(beat())
     try:

@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.tools.errors import ToolError
 from activities.tools.workspace import NOTIFICATIONS, Workspace
+from workflows.contract import NOTIFY
 from workflows.requests import Notification
 
 
@@ -25,7 +26,7 @@ class NotifyActivities:
         self.workspace = workspace
         self.webhook_url = webhook_url
 
-    @activity.defn(name="notify")
+    @activity.defn(name=NOTIFY.name)
     async def notify(self, notification: Notification) -> None:
         line = notification.model_dump_json()
         if self.webhook_url:

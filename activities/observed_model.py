@@ -9,7 +9,7 @@ recorded in the session's history.
 The span follows OpenTelemetry's GenAI semantic conventions ("chat {model}", kind
 CLIENT, `gen_ai.*` attributes) as a child of the activity's span; with no tracer
 provider installed it costs nothing. Metrics go through `activity.metric_meter()`, the
-runtime's (telemetry.py); with no metrics configured it records nowhere.
+runtime's (hitl/telemetry.py); with no metrics configured it records nowhere.
 """
 
 from __future__ import annotations

@@ -8,9 +8,11 @@ from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.conversation_cache import CACHE
 from activities.model import final_on_attempt, heartbeating
 from activities.tools import ToolError
-from catalog import CATALOG, ArgumentsRejected, ToolCatalog, ToolContext
+from hitl.catalog import CATALOG, ArgumentsRejected, ToolCatalog, ToolContext
+from workflows.contract import RUN_TOOL
 from workflows.forms import describe_validation_error
 from workflows.requests import ToolInvocation
 
@@ -24,13 +26,15 @@ class ToolActivities:
         self.workspace = workspace.resolve()
         self.catalog = catalog
 
-    @activity.defn(name="run_tool")
+    @activity.defn(name=RUN_TOOL.name)
     async def run_tool(self, invocation: ToolInvocation) -> str:
         """A ToolError is the tool's answer to the model, so it is not retried;
         anything else may be transient and goes to Temporal's retry policy."""
         try:
             async with heartbeating():
-                return await self._run(invocation)
+                output = await self._run(invocation)
+            CACHE.remember_tool_output(invocation.session_id, invocation.call_id, output)  # the next model call's
+            return output
         except ToolError as error:
             # Bounded like a result: the model reads it, and history stores it.
             raise ApplicationError(within_limit(str(error)), type="ToolError", non_retryable=True) from None

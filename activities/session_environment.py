@@ -14,8 +14,9 @@ from temporalio import activity
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 
-import decision_keys
+from hitl import decision_keys
 from activities.tools import CATALOG
+from workflows.contract import SESSION_ENVIRONMENT, SESSION_FACTS
 from workflows.policy import PolicyError, policy_from_env
 from workflows.requests import FactsRequest, SessionFacts
 from workflows.visibility import SEARCH_ATTRIBUTE_NAMES
@@ -49,14 +50,14 @@ class SessionEnvironment:
         self._registered = (time.monotonic(), registered)
         return registered
 
-    @activity.defn(name="session_environment")
+    @activity.defn(name=SESSION_ENVIRONMENT.name)
     async def session_environment(self, verified_decisions: bool) -> SessionFacts:
         return SessionFacts(
             registered_search_attributes=await self.registered_search_attributes(),
             trusted_keys=decision_keys.trusted_keys() if verified_decisions else {},
         )
 
-    @activity.defn(name="session_facts")
+    @activity.defn(name=SESSION_FACTS.name)
     async def session_facts(self, request: FactsRequest) -> SessionFacts:
         """What session_environment says, and what in the session's input the operator's policy
         refuses (a session's rules may only add to the policy)."""

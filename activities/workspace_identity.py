@@ -37,14 +37,12 @@ LIVE_SECONDS = 120  # pollers long-poll for about a minute; a live worker was se
 
 
 def workspace_id(workspace: Path) -> str:
-    """This workspace's identity, created (0600, in the private .hitl/) on first use."""
+    """This workspace's identity, created (0600, in the private .hitl/) on first use, once."""
     with Workspace(workspace) as opened:
         folder = opened.own_folder(STATE_FOLDER)
-        try:
-            descriptor = os.open(ID_FILE, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)
-        except FileNotFoundError:
-            opened.write_private_file(folder, ID_FILE, secrets.token_hex(8).encode())
-            descriptor = os.open(ID_FILE, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)
+        # Workers started together on a fresh workspace race to make it: the first one's is everyone's.
+        opened.create_private_file_once(folder, ID_FILE, secrets.token_hex(8).encode())
+        descriptor = os.open(ID_FILE, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)
         try:
             return os.read(descriptor, 64).decode().strip()
         finally:

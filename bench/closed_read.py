@@ -26,12 +26,12 @@ from pathlib import Path
 import httpx2 as httpx
 import uvicorn
 
-from api.app import create_app
-from api.auth import TokenBook
+from hitl.api.app import create_app
+from hitl.api.auth import TokenBook
 from bench.scripted_model import LongTurnModel
-from console.sessions import measure_history
-from devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
-from worker import build_worker
+from hitl.client.sessions import measure_history
+from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
+from hitl.worker import build_worker
 
 TOKEN = "bench-token-0123456789abcdef"
 ROUTES = ("", "/transcript", "/audit")

@@ -39,14 +39,15 @@ from temporalio.worker import Worker
 
 from activities.offline_model import OfflineModel
 from activities.tools import tool
-from devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
-from worker import build_worker
+from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
+from hitl.worker import build_worker
 from workflows.agent import AgentWorkflow
+from workflows.contract import APPROVE, PENDING, STATUS
 from workflows.conversation import FunctionCall, ModelReply, ToolCall
 from workflows.requests import ModelRequest
 from bench.history import SIZES, TEXT_BYTES, compare_long_turns, table
 from bench.raw_agent import TOOL_STARTED, RawAgent, raw_model, raw_tool
-from console.sessions import HistoryMeasure, measure_history
+from hitl.client.sessions import HistoryMeasure, measure_history
 
 
 @tool(needs_approval=True)
@@ -89,15 +90,15 @@ async def product_session(client: Client, task_queue: str) -> tuple[float, float
     token = uuid.uuid4().hex
     began = time.perf_counter()
     handle = await client.start_workflow(AgentWorkflow.run, {"message": token}, id=f"p-{token}", task_queue=task_queue)
-    await poll(lambda: handle.query("pending"))
+    await poll(lambda: handle.query(PENDING.name))
     approved = time.perf_counter()
-    await handle.execute_update("approve_update", {})
+    await handle.execute_update(APPROVE.update.name, {})
     await poll(lambda: _idle(handle))
     return time.perf_counter() - began, TOOL_STARTED[token] - approved
 
 
 async def _idle(handle: Any) -> bool:
-    return (await handle.query("status"))["state"] == "idle"
+    return (await handle.query(STATUS.name))["state"] == "idle"
 
 
 async def raw_session(client: Client, task_queue: str) -> tuple[float, float]:
@@ -225,6 +226,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-    from exit_cleanly import exit_now
+    from hitl.exit_cleanly import exit_now
 
     exit_now(0)

@@ -10,7 +10,7 @@ writes `text_bytes` of text and calls `search_web` on every step:
 - raw floor: `RawLongAgent`, each model activity's input being the whole
              request (the design every other agent integration on Temporal uses).
 
-History is summed over every run of a session (console.sessions.measure_history:
+History is summed over every run of a session (hitl/client/sessions.py, measure_history:
 a session that continued as new has several). New content is what the turn's
 messages weigh, encoded. A raw turn that Temporal ends (50 MB of history) is
 reported as it ended, with the step it reached.
@@ -40,10 +40,11 @@ from temporalio.worker import Worker
 from activities.tools import CATALOG
 from bench.raw_agent import RawLongAgent
 from bench.scripted_model import LongTurnModel, ModelCall
-from console.sessions import measure_history, read_all
-from devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
-from worker import build_worker
+from hitl.client.sessions import measure_history, read_all
+from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
+from hitl.worker import build_worker
 from workflows.agent import AgentWorkflow
+from workflows.contract import STATUS, TRANSCRIPT_PAGE
 from workflows.conversation import ChatMessage, Conversation
 from workflows.limits import json_size
 from workflows.requests import ModelRequest
@@ -132,7 +133,7 @@ async def product_turn(client: Client, workspace: Path, steps: int, text_bytes: 
         )
         status = await until_idle(client, session_id)
         began = time.perf_counter()  # a page held by an earlier, closed run is read by replaying that run
-        transcript = await read_all(client, session_id, "transcript_page", "messages")  # queries need the worker
+        transcript = await read_all(client, session_id, TRANSCRIPT_PAGE.name, "messages")  # queries need the worker
         read_seconds = time.perf_counter() - began
     measured = await measure_history(client, session_id)
     outcome = "idle" if status["error"] is None else f"{status['state']}, error: {status['error']}"
@@ -146,7 +147,7 @@ async def until_idle(client: Client, session_id: str) -> dict[str, Any]:
     """Poll the newest run's status (once a second: queries run on the worker, and cost it time)."""
     deadline = time.monotonic() + TURN_TIMEOUT_SECONDS
     while True:
-        status = await client.get_workflow_handle(session_id).query("status")
+        status = await client.get_workflow_handle(session_id).query(STATUS.name)
         if status["state"] in ("idle", "closed"):
             return status
         if time.monotonic() > deadline:
@@ -298,6 +299,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-    from exit_cleanly import exit_now
+    from hitl.exit_cleanly import exit_now
 
     exit_now(0)

@@ -6,13 +6,13 @@ starts its own dev server (file-backed, the demo's settings) and one
 `python worker.py` process, then parks that many sessions on an approval,
 finds them two ways, and resumes every one of them with a rejection. Found by
 list-and-query (list the running sessions, query each what waits: the worker
-replays every session it no longer caches) and by the inbox (console/inbox.py:
+replays every session it no longer caches) and by the inbox (hitl/client/inbox.py:
 visibility only, `HitlState="awaiting_human"` and each session's memo), with
 their ratio, in the same run; and what a person waits for: the inbox's first
 page, the oldest 100 items (medians of three reads). Each phase has a
 deadline; the report counts what each phase reached by then, so a session
 that never parked, was not found or never resumed shows up as a number short
-of `sessions`. tests/test_load.py runs the same code with 1,000 sessions and
+of `sessions`. tests/integration/test_load.py runs the same code with 1,000 sessions and
 asserts that every count is complete.
 """
 
@@ -36,10 +36,11 @@ from typing import Any, Awaitable, Callable
 from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from console.inbox import LIMIT, Inbox, count, read_inbox, visibility_query
-from console.updates import execute_update_retrying
-from devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
+from hitl.client.inbox import LIMIT, Inbox, count, read_inbox, visibility_query
+from hitl.client.updates import execute_update_retrying
+from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 from workflows.agent import AgentWorkflow
+from workflows.contract import PENDING, REJECT, STATUS
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = 64
@@ -147,7 +148,7 @@ async def find_each(client: Client, task_queue: str, found: set[str]) -> None:
     async def look(session_id: str) -> None:
         handle = client.get_workflow_handle(session_id)
         try:
-            pending = await patiently(lambda: handle.query("pending", rpc_timeout=timedelta(seconds=30)))
+            pending = await patiently(lambda: handle.query(PENDING.name, rpc_timeout=timedelta(seconds=30)))
         except WorkflowQueryFailedError:
             return  # the worker could not answer for this session: not found, and the count says so
         if [(item["kind"], item["tool"]) for item in pending] == [("approval", "delete_file")]:
@@ -157,7 +158,7 @@ async def find_each(client: Client, task_queue: str, found: set[str]) -> None:
 
 
 async def read_the_inbox(client: Client, task_queue: str, parked: int, patience: float) -> dict[str, float]:
-    """What the inbox does (console/inbox.py): visibility only, no query. Once visibility shows every
+    """What the inbox does (hitl/client/inbox.py): visibility only, no query. Once visibility shows every
     parked session (it follows them by a moment), the median of INBOX_READS reads of each: the whole
     inbox (one list of every waiting session with its memo) and its first page (the oldest LIMIT)."""
     query = visibility_query(task_queue)
@@ -184,8 +185,8 @@ async def read_the_inbox(client: Client, task_queue: str, parked: int, patience:
 async def resume(handle: WorkflowHandle[Any, Any]) -> float:
     """Reject the pending call and wait until the session has answered: the seconds it took."""
     began = time.perf_counter()
-    await execute_update_retrying(handle, "reject_update", {"reason": "load test"})
-    while (await patiently(lambda: handle.query("status", rpc_timeout=timedelta(seconds=30))))["state"] != "idle":
+    await execute_update_retrying(handle, REJECT.update, {"reason": "load test"})
+    while (await patiently(lambda: handle.query(STATUS.name, rpc_timeout=timedelta(seconds=30))))["state"] != "idle":
         await asyncio.sleep(0.05)
     return time.perf_counter() - began
 
@@ -268,6 +269,6 @@ async def main() -> None:
 
 if __name__ == "__main__":
     asyncio.run(main())
-    from exit_cleanly import exit_now
+    from hitl.exit_cleanly import exit_now
 
     exit_now(0)

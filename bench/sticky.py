@@ -11,7 +11,7 @@ other worker may take the task. worker.py sets it from HITL_STICKY_TIMEOUT_SECON
 takes a session to an approval pause, a worker B, stops A, approves, and times
 the approval until the tool has run (the file is gone). It reports the median
 of each case and the crash/graceful ratio; `--sticky-timeout 10` shows the SDK
-default. tests/test_scale_out.py runs one round of each against the test server.
+default. tests/system/test_scale_out.py runs one round of each against the test server.
 
     python -m bench.sticky --burst 1000 --sticky-timeout 1
 
@@ -37,8 +37,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from bench.load import bounded, run_load, start_worker
-from worker import WorkerTuning, pollers
+from hitl.worker import WorkerTuning, pollers
 from workflows.agent import AgentWorkflow
+from workflows.contract import APPROVE, PENDING
 
 
 @dataclass
@@ -59,9 +60,16 @@ class StickyReport:
                          for key, value in figures.items())
 
 
-async def until_polling(client: Client, task_queue: str, identity: str, timeout: float = 60) -> None:
+async def until_polling(client: Client, task_queue: str, identity: str, timeout: float = 60,
+                        process: subprocess.Popen[bytes] | None = None, log: Path | None = None) -> None:
+    """Wait until the worker named `identity` polls; given its process and log, a worker that
+    exited instead fails at once, with the last lines it printed."""
     deadline = time.monotonic() + timeout
     while identity not in await pollers(client, task_queue):
+        if process is not None and process.poll() is not None:
+            said = log.read_text(errors="replace").strip().splitlines()[-10:] if log and log.exists() else []
+            raise RuntimeError(f"worker {identity} exited ({process.returncode}) before polling {task_queue}: "
+                               + "\n".join(said))
         if time.monotonic() > deadline:
             raise TimeoutError(f"worker {identity} did not poll {task_queue} within {timeout} s")
         await asyncio.sleep(0.1)
@@ -77,8 +85,8 @@ async def until_gone(path: Path, timeout: float = 60) -> None:
 
 async def approval_wait(
     client: Client, address: str, folder: Path, stop: str, sticky_timeout: float | None = None
-) -> float:
-    """Seconds from an approval to the approved delete having run.
+) -> tuple[float, str]:
+    """Seconds from an approval to the approved delete having run, and the session's id.
 
     stop: "none" (A stays up), "graceful" (SIGTERM, waited for) or "kill" (SIGKILL).
     """
@@ -89,28 +97,31 @@ async def approval_wait(
     target.write_text("remember the milk\n")
     extra = {} if sticky_timeout is None else {"HITL_STICKY_TIMEOUT_SECONDS": str(sticky_timeout)}
 
+    def log(name: str) -> Path:
+        return folder / f"{task_queue}-{name}.log"
+
     def worker(name: str) -> subprocess.Popen[bytes]:
         env = {**extra, "HITL_WORKER_IDENTITY": f"{name}-{task_queue}", "HITL_GRACEFUL_SHUTDOWN_SECONDS": "5"}
-        return start_worker(address, task_queue, workspace, folder / f"{task_queue}-{name}.log", env)
+        return start_worker(address, task_queue, workspace, log(name), env)
 
     first = worker("a")
     second = None
     try:
-        await until_polling(client, task_queue, f"a-{task_queue}")
+        await until_polling(client, task_queue, f"a-{task_queue}", process=first, log=log("a"))
         session = await client.start_workflow(
             AgentWorkflow.run, {"message": "please delete notes.txt"}, id=task_queue, task_queue=task_queue
         )
-        while not await session.query("pending"):
+        while not await session.query(PENDING.name):
             await asyncio.sleep(0.05)
         second = worker("b")
-        await until_polling(client, task_queue, f"b-{task_queue}")
+        await until_polling(client, task_queue, f"b-{task_queue}", process=second, log=log("b"))
         if stop != "none":
             first.send_signal(signal.SIGKILL if stop == "kill" else signal.SIGTERM)
             first.wait()
         began = time.perf_counter()
-        await session.signal("approve", {"by": "bench"})
+        await session.signal(APPROVE.signal.name, {"by": "bench"})
         await until_gone(target)
-        return time.perf_counter() - began
+        return time.perf_counter() - began, session.id
     finally:
         for process in (first, second):
             if process is not None and process.poll() is None:
@@ -124,7 +135,7 @@ async def measure(
     cases = {}
     for stop in ("none", "graceful", "kill"):
         cases[stop] = statistics.median(
-            [await approval_wait(client, address, folder, stop, sticky_timeout) for _ in range(rounds)]
+            [(await approval_wait(client, address, folder, stop, sticky_timeout))[0] for _ in range(rounds)]
         )
     return StickyReport(
         sticky_timeout if sticky_timeout is not None else WorkerTuning.sticky_timeout_seconds, rounds,
@@ -157,7 +168,7 @@ async def burst_timeouts(client: Client, address: str, folder: Path, sessions: i
 
 
 async def main() -> None:
-    from devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
+    from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -185,6 +196,6 @@ async def main() -> None:
 
 if __name__ == "__main__":
     asyncio.run(main())
-    from exit_cleanly import exit_now
+    from hitl.exit_cleanly import exit_now
 
     exit_now(0)

@@ -25,11 +25,11 @@ import httpx2 as httpx
 import uvicorn
 
 from activities.offline_model import OfflineModel
-from api.app import create_app
-from api.auth import TokenBook
-from api.reading import limits_from_env
-from devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
-from worker import build_worker
+from hitl.api.app import create_app
+from hitl.api.auth import TokenBook
+from hitl.api.reading import limits_from_env
+from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
+from hitl.worker import build_worker
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -1,4 +1,5 @@
-"""Fixtures: a real Temporal dev server, a worker with the offline model, a workspace."""
+"""Fixtures: a real Temporal dev server, a worker with the offline model, a workspace; and the
+tiers (see pytest_collection_modifyitems). What tests share besides fixtures is tests/support/."""
 
 from __future__ import annotations
 
@@ -18,25 +19,24 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.offline_model import OfflineModel
 from activities.openai_backend import OpenAIBackend
-from devserver import FAST_SQLITE, SEARCH_ATTRIBUTE_FLAGS, temporal_binary
-from exit_cleanly import exit_now
-from settings import DATA_CONVERTER
-from tests.fake_openai import FakeOpenAI
-import worker
-from worker import WorkerTuning, build_worker
+from hitl.devserver import FAST_SQLITE, SEARCH_ATTRIBUTE_FLAGS, UPDATE_LIMIT_FLAGS, temporal_binary
+from hitl.exit_cleanly import exit_now
+from hitl.settings import DATA_CONVERTER
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.patient_updates import PatientUpdates
+from hitl import worker
+from hitl.worker import WorkerTuning, build_worker
 from workflows.agent import AgentWorkflow
 from workflows.conversation import ModelReply
 from workflows.requests import ModelRequest
+from tests.support.sessions import (  # noqa: F401  (fixtures and hooks use them)
+    T, RECORD_HISTORIES_TO, SECRET_KEY, REPLAY_TIER_CACHE, Agent, running_agent, OPERATOR_CAUSES, failed_workflow_tasks, record_if_asked, MAX_RECORDED_BYTES, current_test_name, history_file_name, parse_history_file_name, eventually, query, pending_items, settled, pending_of_kind, refused_update, assert_well_formed, GatedModel,
+)
 
-T = TypeVar("T")
-RECORD_HISTORIES_TO = os.environ.get("HITL_RECORD_HISTORIES")
-SECRET_KEY = "sk-test-do-not-leak-7f3a"
+
 TIME_SKIPPING = ["--dynamic-config-value", "frontend.WorkflowTimeSkippingEnabled=true"]
 
-# The every-task-replays tier (tests/test_every_task_replays.py): with a cache of 0, each
-# workflow task of every session replays its whole history, so a session that decides from
-# anything a replay can see differently fails a task; the tier's agents check that none did.
-REPLAY_TIER_CACHE = os.environ.get("HITL_TEST_WORKFLOW_CACHE_SIZE", "").strip()
+
 if REPLAY_TIER_CACHE:
     worker.DEFAULT_TUNING = WorkerTuning(max_cached_workflows=int(REPLAY_TIER_CACHE))
 
@@ -44,9 +44,9 @@ if REPLAY_TIER_CACHE:
 @pytest.fixture(scope="session")
 async def env() -> AsyncIterator[WorkflowEnvironment]:
     environment = await WorkflowEnvironment.start_local(
-        data_converter=DATA_CONVERTER,
+        data_converter=DATA_CONVERTER, interceptors=[PatientUpdates()],
         dev_server_existing_path=temporal_binary(),
-        dev_server_extra_args=[*FAST_SQLITE, *SEARCH_ATTRIBUTE_FLAGS],
+        dev_server_extra_args=[*FAST_SQLITE, *SEARCH_ATTRIBUTE_FLAGS, *UPDATE_LIMIT_FLAGS],
     )
     yield environment
     await environment.shutdown()
@@ -56,9 +56,9 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
 async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     """A dev server whose workflows skip ahead in time whenever they are only waiting."""
     environment = await WorkflowEnvironment.start_time_skipping_v2(
-        data_converter=DATA_CONVERTER,
+        data_converter=DATA_CONVERTER, interceptors=[PatientUpdates()],
         dev_server_existing_path=temporal_binary(),
-        dev_server_extra_args=[*FAST_SQLITE, *SEARCH_ATTRIBUTE_FLAGS, *TIME_SKIPPING],
+        dev_server_extra_args=[*FAST_SQLITE, *SEARCH_ATTRIBUTE_FLAGS, *UPDATE_LIMIT_FLAGS, *TIME_SKIPPING],
     )
     yield environment
     await environment.shutdown()
@@ -70,106 +70,6 @@ def workspace(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "notes.txt").write_text("remember the milk\n")
     return folder
-
-
-class Agent:
-    """A running worker on its own task queue, and a way to start sessions on it."""
-
-    def __init__(self, client: Client, task_queue: str, workspace: Path) -> None:
-        self.client = client
-        self.task_queue = task_queue
-        self.workspace = workspace
-
-    async def start(self, message: str, session_id: str | None = None, **options: Any) -> WorkflowHandle[Any, Any]:
-        return await self.client.start_workflow(
-            AgentWorkflow.run,
-            {"message": message, **options},
-            id=session_id or f"session-{uuid.uuid4().hex[:10]}",
-            task_queue=self.task_queue,
-        )
-
-
-async def running_agent(client: Client, workspace: Path, backend: Any = None) -> AsyncIterator[Agent]:
-    task_queue = f"hitl-test-{uuid.uuid4().hex[:8]}"
-    async with build_worker(client, task_queue, backend or OfflineModel(), workspace):
-        yield Agent(client, task_queue, workspace)
-    await record_if_asked(client, task_queue)
-    if REPLAY_TIER_CACHE:
-        failed = await failed_workflow_tasks(client, f"TaskQueue = '{task_queue}'")
-        assert not failed, "workflow tasks failed:\n" + "\n".join(failed)
-
-
-OPERATOR_CAUSES = (WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW,
-                   WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_FORCE_CLOSE_COMMAND)
-
-
-async def failed_workflow_tasks(client: Client, query_text: str) -> list[str]:
-    """Every WorkflowTaskFailed event of the runs a visibility query finds, with its cause.
-    Operators alert on these: a session that works only after a retried task still pages someone."""
-    failed = []
-    async for execution in client.list_workflows(query_text):
-        history = await client.get_workflow_handle(execution.id, run_id=execution.run_id).fetch_history()
-        for event in history.events:
-            attributes = event.workflow_task_failed_event_attributes
-            # A reset records a failed task where it cut the history, and one it cut short in
-            # the run it ended (FORCE_CLOSE_COMMAND): those are the operator's, not the session's.
-            if event.HasField("workflow_task_failed_event_attributes") and attributes.cause not in OPERATOR_CAUSES:
-                before = [EventType.Name(e.event_type).removeprefix("EVENT_TYPE_")
-                          for e in history.events if event.event_id - 8 <= e.event_id < event.event_id]
-                failed.append(f"{execution.id} event {event.event_id}: "
-                              f"{WorkflowTaskFailedCause.Name(attributes.cause)}: {attributes.failure.message[:300]} "
-                              f"(after {', '.join(before)})")
-    return failed
-
-
-async def record_if_asked(client: Client, task_queue: str, since: datetime | None = None) -> None:
-    """Keep every run the current test made on `task_queue` (started at `since` or later) for the
-    replay corpus, when HITL_RECORD_HISTORIES names a folder. Tests that run their own workers
-    or servers call it themselves before they stop the server."""
-    if not RECORD_HISTORIES_TO:
-        return
-    folder = Path(RECORD_HISTORIES_TO)
-    folder.mkdir(parents=True, exist_ok=True)
-    test = current_test_name()
-    if test not in _recorded_tests:  # re-recording a test replaces what it recorded before
-        _recorded_tests.add(test)
-        for old in folder.glob(f"{test}--*.json"):
-            old.unlink()
-    query_text = f"TaskQueue = '{task_queue}'"
-    if since is not None:
-        query_text += f" AND StartTime >= '{since.astimezone(timezone.utc).isoformat()}'"
-    # One execution per run: a session that continued as new is kept run by run.
-    async for execution in client.list_workflows(query_text):
-        history = await client.get_workflow_handle(execution.id, run_id=execution.run_id).fetch_history()
-        text = history.to_json()
-        # Megabyte payloads add size, not coverage; a run caught before its first workflow
-        # task completed has nothing to replay (and the Replayer waits on it for ever).
-        if len(text) <= MAX_RECORDED_BYTES and any(event.HasField("workflow_task_completed_event_attributes") for event in history.events):
-            (folder / history_file_name(test, execution.id, execution.run_id)).write_text(text)
-
-
-_recorded_tests: set[str] = set()
-MAX_RECORDED_BYTES = 1_000_000
-
-
-def current_test_name() -> str:
-    """The running test as `test_name[param id]`, made safe for a file name."""
-    node = os.environ.get("PYTEST_CURRENT_TEST", "test").split("::")[-1].rsplit(" ", 1)[0]
-    return re.sub(r"[^\w.\[\]-]+|-{2,}", "_", node)
-
-
-def history_file_name(test: str, workflow_id: str, run_id: str) -> str:
-    return f"{test}--{workflow_id}--{run_id}.json"
-
-
-def parse_history_file_name(path: Path) -> tuple[str, str, str]:
-    """(scenario, workflow id, run id) of a corpus file; the scenario is the test's name without params.
-    A file recorded before names carried the run id has "" for it."""
-    test, _, rest = path.stem.partition("--")
-    workflow_id, _, run_id = rest.rpartition("--")
-    if not workflow_id:
-        workflow_id, run_id = rest, ""
-    return test.split("[")[0], workflow_id, run_id
 
 
 @pytest.fixture
@@ -184,72 +84,6 @@ async def skipping_agent(skipping_env: WorkflowEnvironment, workspace: Path) -> 
         yield running
 
 
-async def eventually(
-    probe: Callable[[], Awaitable[T]], until: Callable[[T], bool], timeout: float = 30, every: float = 0.05
-) -> T:
-    """Poll a query until what it returns satisfies `until`; fail with the last value.
-
-    A query can fail for a moment after a worker restart (it is routed to the
-    old worker's sticky queue first), so a failed probe is simply tried again.
-    """
-    deadline = asyncio.get_running_loop().time() + timeout
-    value: Any = None
-    while True:
-        try:
-            value = await probe()
-        except RPCError as error:
-            value = error
-        else:
-            if until(value):
-                return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s; last value: {value!r}")
-        await asyncio.sleep(every)
-
-
-def query(handle: WorkflowHandle[Any, Any], name: str) -> Awaitable[Any]:
-    return handle.query(name, rpc_timeout=timedelta(seconds=3))
-
-
-async def pending_items(handle: WorkflowHandle[Any, Any], count: int = 1) -> list[dict[str, Any]]:
-    return await eventually(lambda: query(handle, "pending"), lambda items: len(items) >= count)
-
-
-async def settled(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
-    """The status once the current turn is over and nothing is waiting."""
-    return await eventually(
-        lambda: query(handle, "status"),
-        lambda s: s["state"] in ("idle", "closed") and s["queued_messages"] == 0,
-    )
-
-
-async def pending_of_kind(handle: WorkflowHandle[Any, Any], kind: str) -> dict[str, Any]:
-    items = await eventually(lambda: query(handle, "pending"), lambda items: any(i["kind"] == kind for i in items))
-    return next(item for item in items if item["kind"] == kind)
-
-
-async def refused_update(handle: WorkflowHandle[Any, Any], name: str, payload: Any) -> str:
-    """The reason an Update was rejected with (the test fails if it was accepted)."""
-    with pytest.raises(WorkflowUpdateFailedError) as failure:
-        await handle.execute_update(name, payload)
-    return failure.value.cause.message
-
-
-def assert_well_formed(messages: list[dict[str, Any]]) -> None:
-    """Every assistant tool call has exactly one result before anything else follows."""
-    expected: list[str] = []
-    for message in messages:
-        if message["role"] == "tool":
-            assert message["tool_call_id"] in expected, f"unexpected tool result {message}"
-            expected.remove(message["tool_call_id"])
-            continue
-        assert not expected, f"calls {expected} have no result before {message}"
-        if message["role"] == "assistant":
-            expected = [call["id"] for call in message.get("tool_calls") or []]
-            assert len(set(expected)) == len(expected), f"duplicate call ids in {message}"
-    assert not expected, f"calls {expected} have no result at the end"
-
-
 @pytest.fixture
 async def openai_agent(env: WorkflowEnvironment, workspace: Path) -> AsyncIterator[tuple[Agent, FakeOpenAI]]:
     """A worker whose model is the real openai client talking to a scripted loopback server."""
@@ -257,26 +91,6 @@ async def openai_agent(env: WorkflowEnvironment, workspace: Path) -> AsyncIterat
         backend = OpenAIBackend(api_key=SECRET_KEY, base_url=fake.base_url, default_model="test-model")
         async for running in running_agent(env.client, workspace, backend):
             yield running, fake
-
-
-class GatedModel(OfflineModel):
-    """The offline model, but each call after the first `free_calls` waits until the test opens the gate."""
-
-    def __init__(self, free_calls: int = 0) -> None:
-        self.gate = asyncio.Event()
-        self.free_calls = free_calls
-        self.calls = 0
-        self.cancelled = 0
-
-    async def complete(self, request: ModelRequest) -> ModelReply:
-        self.calls += 1
-        try:
-            if self.calls > self.free_calls:
-                await self.gate.wait()
-        except asyncio.CancelledError:
-            self.cancelled += 1
-            raise
-        return await super().complete(request)
 
 
 @pytest.fixture
@@ -292,20 +106,28 @@ SERVER_FIXTURES = {"env", "skipping_env"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tiers (`./test.sh -m unit` is the fast one): a test is `unit` when it needs no Temporal
-    server, `integration` when it does, `system` when its module says so (the product's own
-    processes, a browser, a killed server). `./test.sh` alone runs every tier."""
+    """Tiers (`./test.sh -m unit` is the fast one; `./test.sh` alone runs every tier).
+
+    The folder says what a module may use: tests/unit/ no Temporal server at all (a test there
+    that asks for one is an error, not a slow unit test), tests/system/ the product's own
+    processes, a browser, servers started or killed here, tests/integration/ a shared dev
+    server with in-process workers. A test in tests/integration/ that needs no server (a replay
+    of the corpus, a card rendered) is `unit` too, so the fast tier holds every pure test."""
     for item in items:
-        if item.get_closest_marker("system"):
-            continue
-        needs_server = SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
-        item.add_marker(pytest.mark.integration if needs_server else pytest.mark.unit)
+        folder = item.path.parent.name
+        needs_server = bool(SERVER_FIXTURES & set(getattr(item, "fixturenames", ())))
+        if folder == "unit" and needs_server:
+            raise pytest.UsageError(f"{item.nodeid}: a unit test needs no Temporal server; move it to tests/integration/")
+        if folder == "system" or item.get_closest_marker("system"):
+            item.add_marker(pytest.mark.system)
+        else:
+            item.add_marker(pytest.mark.integration if needs_server else pytest.mark.unit)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Exit with pytest's own status, skipping the interpreter teardown that can
-    abort after the Temporal SDK's threads (see exit_cleanly.py)."""
+    abort after the Temporal SDK's threads (see hitl/exit_cleanly.py)."""
     status = getattr(config, "_hitl_exit_status", None)
     if status is not None:
         exit_now(int(status))

@@ -9,7 +9,7 @@ messages, the position in the turn. Older transcript pages and audit events
 are not carried: they stay readable in the earlier run (see `transcript_page`).
 
 Only the session itself writes this state: a start input that carries it is
-refused (see AgentWorkflow.__init__), so nobody can forge a grant or a history.
+refused (see read_input in workflows/starting.py), so nobody can forge a grant or a history.
 """
 
 from __future__ import annotations
@@ -47,12 +47,21 @@ class Step(BaseModel):
     ran: bool = False
 
 
-class CarriedState(BaseModel):
+class RunState(BaseModel):
+    """Everything about a session that outlives a run: the workflow keeps it here, in one object,
+    and continue-as-new hands the next run this object whole (shrunk to fit, see `for_next_run`
+    and `shrink_to_fit`), so a new field cannot be forgotten at a hand-over.
+
+    Its JSON is the `carried` key of the next run's start input, read back by the same model: a
+    field is only ever added, with a default, so inputs that earlier runs wrote still read.
+    """
+
     model_config = ConfigDict(extra="forbid")
 
+    # This run's messages (the next run's: the newest of them), and the whole-transcript index of the first.
     messages: list[ChatMessage]
     first_message_index: int = Field(default=0, ge=0)
-    inbox: list[UserMessage] = Field(default_factory=list)
+    inbox: list[UserMessage] = Field(default_factory=list)  # messages not yet taken into a turn
     grants: list[Grant] = Field(default_factory=list)
     audit: list[AuditEvent] = Field(default_factory=list)
     first_audit_index: int = Field(default=0, ge=0)
@@ -71,20 +80,35 @@ class CarriedState(BaseModel):
     used_call_ids: list[str] = Field(default_factory=list)
     cancel_reason: str | None = None
     idle_until: datetime | None = None
-    events: EventLog | None = None
-    verifier: Verifier | None = None
-    pins: dict[str, Pin] = Field(default_factory=dict)
-    results_this_turn: list[tuple[str, str]] = Field(default_factory=list)
+    events: EventLog | None = None  # none only in inputs written before the event stream
+    verifier: Verifier | None = None  # likewise, before verified decisions
+    pins: dict[str, Pin] = Field(default_factory=dict)  # tools' definitions as this session first saw them
+    results_this_turn: list[tuple[str, str]] = Field(default_factory=list)  # (tool, call id) whose output entered
     speaker_asserted: bool = False  # the speaker's `by` is the start input's, unproven (AgentWorkflow)
+    # Who wrote the messages the model read since its last reply, and those before the reply
+    # being planned: a remembered approval covers a call only when its requester alone led to it.
     authors_since_reply: list[str | None] = Field(default_factory=list)
     authors_of_reply: list[str | None] = Field(default_factory=list)
 
+    def live_grants(self, now: datetime) -> list[Grant]:
+        return [grant for grant in self.grants if grant.until > now]
 
-def fits(carried: CarriedState) -> bool:
+    def for_next_run(self, now: datetime) -> RunState:
+        """What the next run starts from: grants still live, the newest audit and session events.
+        The messages are cut by shrink_to_fit, which knows the payload budget."""
+        return self.model_copy(update={
+            "grants": self.live_grants(now),
+            "audit": newest(self.audit, AUDIT_CARRIED),
+            "first_audit_index": self.first_audit_index + max(0, len(self.audit) - AUDIT_CARRIED),
+            "events": (self.events or EventLog()).carried(),
+        })
+
+
+def fits(carried: RunState) -> bool:
     return json_size(carried.model_dump(mode="json")) <= CARRY_BUDGET_BYTES
 
 
-def shrink_to_fit(carried: CarriedState, conversation: Conversation) -> CarriedState | None:
+def shrink_to_fit(carried: RunState, conversation: Conversation) -> RunState | None:
     """The carried state within the payload budget, giving up old messages first.
 
     None when even the newest exchange does not fit beside what waits for
@@ -109,5 +133,5 @@ def newest(items: list[Any], kept: int) -> list[Any]:
 
 __all__ = [
     "AUDIT_CARRIED", "CALL_IDS_KEPT", "DECIDED_KEPT", "HISTORY_BYTES_LIMIT", "IGNORED_SIGNALS_KEPT",
-    "CarriedState", "Step", "fits", "newest", "shrink_to_fit",
+    "RunState", "Step", "fits", "newest", "shrink_to_fit",
 ]

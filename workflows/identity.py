@@ -19,7 +19,9 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from pydantic import BaseModel, Field
 
-from workflows.pauses import Approve, DecisionBase, PendingCall, Refusal
+from workflows.decisions import Approve, DecisionBase, Refusal
+
+from workflows.pauses import PendingCall
 from workflows.proofs import FRESH_FOR, MESSAGE_CALL_ID, DecisionClaims, ProofError, sign_decision, verify_decision
 from workflows.rules import args_sha256
 from workflows.session import UserMessage

@@ -68,3 +68,9 @@ Text = Annotated[str, Field(min_length=1), AfterValidator(_at_most(MAX_TEXT_BYTE
 Seconds = Annotated[float, Field(gt=0, le=MAX_DURATION_SECONDS, allow_inf_nan=False)]
 ReminderSeconds = Annotated[float, Field(ge=MIN_REMINDER_SECONDS, le=MAX_DURATION_SECONDS, allow_inf_nan=False)]
 Proof = Annotated[str, AfterValidator(_at_most(MAX_PROOF_BYTES))]
+
+
+# What the payload codec hands on for a payload it cannot open (hitl/encryption.py): refused by
+# the session like any malformed payload, with the codec's reason, never a failed workflow task.
+UNREADABLE_ENCODING = b"binary/unreadable-encrypted"
+UNREADABLE_REASON = "unreadable-reason"

@@ -28,7 +28,7 @@ DECISION_SECONDS = "hitl_pause_decision_seconds"
 REFUSALS = "hitl_refusals"
 
 # Read in order: the first class with a phrase found in a refusal's reason names it. The
-# words are the workflow's own refusals; api/gateway.py's REFUSAL_STATUS groups the same
+# words are the workflow's own refusals; hitl/api/gateway.py's REFUSAL_STATUS groups the same
 # phrases into HTTP statuses (one table for both would be better: see docs/observability.md).
 REASON_CLASSES: list[tuple[str, tuple[str, ...]]] = [
     ("internal_error", ("internal error",)),

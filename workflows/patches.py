@@ -28,7 +28,7 @@ HAND_OVER_ANYWHERE = "continue-as-new-inside-turns-and-pauses"
 # Sessions started before this publish no search attributes and know no proofs.
 PUBLISH_AND_VERIFY = "search-attributes-claims-verified-decisions"
 # Sessions started before this checked edited arguments against MCP schemas' regexes in the
-# workflow (see catalog/schema_tools.py, without_regexes).
+# workflow (see hitl/catalog/schema_tools.py, without_regexes).
 EDITS_WITHOUT_REGEXES = "edited-arguments-without-schema-regexes"
 # Sessions started before this took the catalog's verdict from the model activity's result, which
 # anyone who reaches the frontend can complete in its place.
@@ -43,6 +43,9 @@ AUTHORIZATION_MODEL = "operator-policy-bound-proofs-judged-calls"
 # Asked when a session closes / when a waiter arrives, not at run start (their markers sit there).
 CLOSE_AFTER_NOTIFICATIONS = "close-after-notifications"  # before it: closed with notifications in flight
 WAITERS_BOUNDED = "wait-until-settled-bounded"  # before it: any number of wait_until_settled waited
+# Asked when a run hands over: before it, a run recorded no transcript index (workflows/transcript_index.py)
+# and its transcript was read back only through its queries, by replaying it.
+TRANSCRIPT_INDEX = "transcript-index-at-hand-over"
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,9 @@ class Behaviours:
     def closes_after_a_cancel_grace(self) -> bool:
         """Runs before the newest patch closed in the task a person's cancel arrived in."""
         return self.authorization_model
+
+    def indexes_transcript(self) -> bool:
+        return workflow.patched(TRANSCRIPT_INDEX)
 
     def bounds_waiters(self) -> bool:
         return self.authorization_model or workflow.patched(WAITERS_BOUNDED)

@@ -10,46 +10,28 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from temporalio import workflow
 
 from workflows.conversation import answer_as_tool_result
+from workflows.deciders import refusal_to_decide
+from workflows.decisions import Answer, Approve, Claim, Decision, Refusal, Reject, Release
 from workflows.forms import MAX_ANSWER, check_answer, describe_validation_error
-from workflows.limits import MAX_ARGUMENT_BYTES, MAX_TEXT_BYTES, Name, Note, Proof, utf8_size, within_json_bytes
+from workflows.limits import utf8_size
 from workflows.rules import Remember, args_sha256
 
 with workflow.unsafe.imports_passed_through():
-    from catalog.schema_tools import ArgumentsRejected, validate_arguments
+    from hitl.catalog.schema_tools import ArgumentsRejected, validate_arguments
 
 if TYPE_CHECKING:
-    from catalog.specs import ToolCatalog
+    from hitl.catalog.specs import ToolCatalog
 
 PauseKind = Literal["approval", "question", "review"]
-DEFAULT_CLAIM_SECONDS = 900.0
-MAX_CLAIM_SECONDS = 86400.0
 Outcome = Literal[
     "approved", "edited", "rejected", "answered", "declined", "timed_out", "moved_on", "cancelled"
 ]
-
-
-# stale_run: a proof made for another run of the session (a client signs again for the current one).
-RefusalCode = Literal["not_found", "forbidden", "conflict", "invalid", "stale_run"]
-
-
-class Refusal(Exception):
-    """A decision that matches no pending item or breaks a rule; it changes nothing.
-
-    `code` is what crosses the wire beside the reason (an Update's failure details), so a client
-    maps it to its own terms (the API: 404, 403, 409, 422) and never reads the English."""
-
-    code: RefusalCode = "conflict"
-
-    def __init__(self, reason: str, code: RefusalCode | None = None) -> None:
-        super().__init__(reason)
-        if code is not None:
-            self.code = code
 
 
 class PendingCall(BaseModel):
@@ -85,7 +67,7 @@ class PendingCall(BaseModel):
     destructive: bool | None = None
     # The JSON schema the call was planned with, for tools whose schema lives outside this code.
     input_schema: dict[str, Any] | None = None
-    # What the person deciding should see beside the call (INTERFACE.md, the approver's card).
+    # What the person deciding should see beside the call (docs/interface.md, "The web inbox": the card).
     verified: bool | None = None  # are identities on this session verified (or only asserted)?
     led_by: str | None = None  # the user message the call followed
     model_text: str | None = None  # what the model said in the reply that made the call
@@ -99,64 +81,6 @@ class PendingCall(BaseModel):
     def next_event(self) -> datetime | None:
         moments = [m for m in (self.deadline, self.remind_at, self.escalate_at) if m is not None]
         return min(moments) if moments else None
-
-
-EditedArgs = Annotated[dict[str, Any], AfterValidator(within_json_bytes(MAX_ARGUMENT_BYTES))]
-AnyValue = Annotated[Any, AfterValidator(within_json_bytes(MAX_TEXT_BYTES))]
-
-
-class DecisionBase(BaseModel):
-    """What every decision says: which call, who, what the person saw, and on verified sessions a proof."""
-
-    model_config = ConfigDict(extra="forbid")
-    verb: ClassVar[str] = "decide"
-
-    call_id: Name | None = None
-    by: Name | None = None
-    expected_args_sha256: Name | None = None
-    proof: Proof | None = None
-
-    def digest(self) -> str:
-        """What a proof binds besides the call: everything this decision does (its arguments,
-        result, comment, remember, reason, answer, claim time), so no field can be changed or
-        added under someone else's signature."""
-        fields = self.model_dump(mode="json", exclude={"proof", "by", "call_id"})
-        return args_sha256({"verb": self.verb, **fields})
-
-
-class Approve(DecisionBase):
-    verb: ClassVar[str] = "approve"
-    args: EditedArgs | None = None
-    result: AnyValue = None
-    comment: Note | None = None
-    remember: Remember | None = None
-
-
-class Reject(DecisionBase):
-    verb: ClassVar[str] = "reject"
-    reason: Note | None = None
-
-
-class Answer(DecisionBase):
-    verb: ClassVar[str] = "answer"
-    answer: Annotated[str | int | float | bool | dict[str, Any] | list[Any], AfterValidator(within_json_bytes(MAX_TEXT_BYTES))]
-
-
-class Claim(DecisionBase):
-    """Take an item so that nobody else decides it meanwhile."""
-
-    verb: ClassVar[str] = "claim"
-    for_seconds: Annotated[float, Field(gt=0, le=MAX_CLAIM_SECONDS, allow_inf_nan=False)] = DEFAULT_CLAIM_SECONDS
-
-
-class Release(DecisionBase):
-    verb: ClassVar[str] = "release"
-
-
-Decision = Union[Approve, Reject, Answer]
-DECISION_TYPES: dict[str, type[Decision | Claim | Release]] = {
-    "approve": Approve, "reject": Reject, "answer": Answer, "claim": Claim, "release": Release,
-}
 
 
 class Settlement(BaseModel):
@@ -200,15 +124,6 @@ class ClaimVerdict(BaseModel):
 
 def _iso(moment: datetime | None) -> str:
     return moment.isoformat() if moment else "?"
-
-
-def parse_decision(verb: str, payload: Any) -> Decision | Claim | Release:
-    if verb == "answer" and not isinstance(payload, dict) and payload is not None:
-        payload = {"answer": payload}  # `--input '"Shanghai"'` answers the one pending question
-    try:
-        return DECISION_TYPES[verb].model_validate(payload if payload is not None else {})
-    except ValidationError as error:
-        raise Refusal(f"malformed {verb}: {describe_validation_error(error)}", code="invalid") from None
 
 
 class Pauses(BaseModel):
@@ -316,27 +231,18 @@ class Pauses(BaseModel):
             comment=decision.comment, remember=decision.remember,
         )
 
-    def _check_decider(self, item: PendingCall, decision: Approve | Reject) -> None:
-        if item.kind == "question":
-            return
-        if item.approvers is not None:
-            if decision.by is None:
-                raise Refusal(f"only {', '.join(item.approvers)} may decide {item.tool}; say who you are (by)", code="forbidden")
-            if decision.by not in item.approvers:
-                raise Refusal(f"{decision.by} may not decide {item.tool}; approvers: {', '.join(item.approvers)}", code="forbidden")
-        if item.four_eyes and isinstance(decision, Approve):
-            if decision.by is None:
-                raise Refusal("four-eyes rule: say who you are (by)", code="forbidden")
-            if decision.by == item.requested_by:
-                raise Refusal(f"four-eyes rule: {decision.by} asked for this call and cannot approve it", code="forbidden")
+    def _check_decider(self, item: PendingCall, decision: Approve | Reject | Claim) -> None:
+        """Who may decide the call (workflows/deciders.py: the rule the API and the inboxes share)."""
+        refusal = refusal_to_decide(item, decision.by, decision.verb)
+        if refusal is not None:
+            raise Refusal(refusal, code="forbidden")
 
     def claim(self, decision: Claim, now: datetime) -> ClaimVerdict:
         """Who may take an item is who may decide it; a live claim of someone else's stands."""
         item = self._target(decision)
         if decision.by is None:
             raise Refusal(f"say who you are (by) to claim {item.call_id}", code="forbidden")
-        if item.kind != "question" and item.approvers is not None and decision.by not in item.approvers:
-            raise Refusal(f"{decision.by} may not decide {item.tool}; approvers: {', '.join(item.approvers)}", code="forbidden")
+        self._check_decider(item, decision)
         holder = item.claimant(now)
         if holder is not None and holder != decision.by:
             raise Refusal(f"{item.call_id} is claimed by {holder} until {_iso(item.claim_until)}", code="conflict")
@@ -426,7 +332,7 @@ def deadline_after(now: datetime, seconds: float | None) -> datetime | None:
 def _validated_args(catalog: ToolCatalog, item: PendingCall, args: dict[str, Any], regexes: bool) -> dict[str, Any]:
     """Edited arguments, checked as the model's were: against the schema recorded with the
     call when there is one (it replays the same whatever the tool's server offers now; its
-    regexes are left to the tool activity, see catalog/schema_tools.py), else against the
+    regexes are left to the tool activity, see hitl/catalog/schema_tools.py), else against the
     worker's catalog."""
     tool = item.tool
     try:

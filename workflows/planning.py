@@ -30,7 +30,7 @@ from workflows.rules import DecisionRules
 OVERSIZED_ARGUMENTS = "__oversized_arguments_bytes__"
 
 if TYPE_CHECKING:
-    from catalog.specs import ToolSpec
+    from hitl.catalog.specs import ToolSpec
 
 
 class PlannedCall(BaseModel):

@@ -1,10 +1,10 @@
 """The operator's policy: the floor every session stands on, however it was started.
 
-`HITL_POLICY` names a JSON file the operator controls (INTERFACE.md, "Operator
-policy"). The API reads it for who may start sessions and who operates them;
-the worker reads it when it judges each tool call (a recorded local activity,
-so a replay sees the verdict the policy gave then) and when a session starts,
-to refuse input that would loosen it. A session's own rules may only add.
+`HITL_POLICY` names a JSON file the operator controls (docs/policy.md). The API
+reads it for who may start sessions and who operates them; the worker reads it
+when it judges each tool call (a recorded local activity, so a replay sees the
+verdict the policy gave then) and when a session starts, to refuse input that
+would loosen it. A session's own rules may only add.
 
 Pure: no I/O but `policy_from_env`, so the workflow, the API and the inbox
 share one reading of it.

@@ -1,6 +1,6 @@
 """What a session tells Temporal's visibility store, so one list finds who waits for whom.
 
-Search attributes (INTERFACE.md, "Finding waiting sessions") say the state,
+Search attributes (docs/production.md, "Finding waiting sessions on your own server") say the state,
 the tools of the open pauses, since when the oldest waits and who may decide;
 the memo `hitl_pending` holds the open pauses themselves, compact (absent when none), so an inbox
 over thousands of sessions is one visibility list and no query per session.

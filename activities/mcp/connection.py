@@ -30,7 +30,7 @@ from mcp.shared.exceptions import McpError
 
 from activities.mcp.config import ServerEntry
 from activities.mcp.sandbox import bwrap_path, sandboxed_command
-from console.render import shown
+from hitl.control_characters import shown
 
 log = logging.getLogger("hitl.mcp")
 

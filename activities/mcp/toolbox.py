@@ -32,8 +32,8 @@ from activities.mcp.sandbox import bwrap_path, bwrap_problem
 from activities.mcp.results import as_tool_output, defused, result_text
 from activities.tools.errors import ToolError
 from activities.tools.receipts import has_receipt, write_receipt
-from catalog import CATALOG, SchemaToolSpec, ToolCatalog, ToolContext
-from catalog.schema_tools import schema_problem
+from hitl.catalog import CATALOG, SchemaToolSpec, ToolCatalog, ToolContext
+from hitl.catalog.schema_tools import schema_problem
 from workflows.limits import json_size
 
 log = logging.getLogger("hitl.mcp")

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Iterator
 
 from activities.tools.bookings import book_once
-from catalog import ToolContext, tool
-from catalog.questions import ASK_USER_QUESTION, AskUserQuestion, FormField, question_of  # noqa: F401  (their old home)
+from hitl.catalog import ToolContext, tool
+from hitl.catalog.questions import ASK_USER_QUESTION, AskUserQuestion, FormField, question_of  # noqa: F401  (their old home)
 from activities.tools.errors import ToolError
 from activities.tools.receipts import has_receipt, write_receipt
 from activities.tools.workspace import (

@@ -1,5 +1,5 @@
-"""The catalog's old address, kept for user tool modules that import it from here (see catalog/)."""
+"""The catalog's old address, kept for user tool modules that import it from here (see hitl/catalog/)."""
 
-from catalog.specs import CATALOG, ApprovalPolicy, ToolCatalog, ToolContext, ToolSpec, arguments_model, tool, without_titles
+from hitl.catalog.specs import CATALOG, ApprovalPolicy, ToolCatalog, ToolContext, ToolSpec, arguments_model, tool, without_titles
 
 __all__ = ["CATALOG", "ApprovalPolicy", "ToolCatalog", "ToolContext", "ToolSpec", "arguments_model", "tool", "without_titles"]

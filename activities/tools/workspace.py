@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import sqlite3
 import stat
 from contextlib import ExitStack, contextmanager
@@ -185,6 +186,27 @@ class Workspace:
         except IsADirectoryError:
             os.unlink(partial, dir_fd=folder)
             raise ToolError(f"a folder is in the way of {name}") from None
+
+    def create_private_file_once(self, folder: int, name: str, data: bytes) -> bool:
+        """Create `name` in `folder` with `data`, mode 0600, unless it exists: False then.
+
+        Several processes may race to create the same file (workers started
+        together on one workspace); exactly one wins and none sees a partial
+        file. Each writes a partial of its own, then links it to `name`, which
+        fails for all but the first, and removes its partial either way."""
+        partial = f"{name}.{os.getpid()}.{secrets.token_hex(4)}.partial"
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC, PRIVATE_FILE, dir_fd=folder)
+        try:
+            with os.fdopen(fd, "wb") as sink:
+                sink.write(data)
+                sink.flush()
+                os.fsync(sink.fileno())
+            os.link(partial, name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(partial, dir_fd=folder)
 
     def append_private_file(self, name: str, data: bytes) -> None:
         """Append to a top-level file, creating it 0600; a link in its place is refused."""

@@ -1,0 +1,210 @@
+"""The FastAPI application behind `python starter.py serve`.
+
+Routers live beside this file, one per resource (sessions, calls, inbox, events,
+the web page, the codec); this module only assembles them with what every route
+shares: the Temporal connection, the tokens file, the operator's policy, the
+decision-signing key, the limits on reading, and the answers every response
+gets (503 while Temporal is unreachable, no framing).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from functools import lru_cache
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+from datetime import timedelta
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse
+from temporalio.client import Client
+from temporalio.converter import PayloadCodec
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+from temporalio.service import RPCError
+
+from hitl.api import calls, codec, events, inbox, people, sessions, web
+from hitl.api.access import Policy
+from hitl.api.auth import StreamTickets, TokenBook, TokenFileError, hide_queries_from_access_log
+from hitl.api.body_limit import BodyLimit
+from hitl.api.codec import CodecDoor, is_loopback
+from hitl.api.gateway import Temporal, ticket_secret
+from hitl.api.observed import observe
+from hitl.api.reading import limits_from_env
+from hitl.decision_keys import KeyConfigError
+from hitl.decision_keys import signing_key as read_signing_key
+from hitl import telemetry
+from hitl.settings import DATA_CONVERTER
+from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
+
+# The Web UI of `temporal server start-dev`, and the one docker-compose.yml runs, as a browser
+# may spell either.
+DEFAULT_UI_ORIGINS = "http://localhost:8233,http://127.0.0.1:8233,http://localhost:8080,http://127.0.0.1:8080"
+# Every response may not be framed; the web page and /docs say more (hitl/api/web.py, DOCS_POLICY).
+NO_FRAMING = {"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff"}
+DOCS_POLICY = ("default-src 'none'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
+               "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; img-src 'self' data: https://fastapi.tiangolo.com; "
+               "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+
+
+def ui_origins() -> list[str]:
+    setting = os.environ.get("HITL_CORS_ORIGINS", DEFAULT_UI_ORIGINS)
+    return [origin.strip() for origin in setting.split(",") if origin.strip()]
+
+
+def create_app(
+    payload_codec: PayloadCodec | None = DATA_CONVERTER.payload_codec,
+    *,
+    client: Client | None = None,
+    task_queue: str | None = None,
+    tokens: TokenBook | None = None,
+    policy: Policy | None | str = "from HITL_POLICY",
+    bind_host: str | None = None,
+) -> FastAPI:
+    """The app; `client`, `task_queue` and `policy` default to the environment's (tests pass their
+    own). A malformed HITL_API_TOKENS or HITL_POLICY file raises here, before anything is served."""
+    app = FastAPI(title="hitl-agent", description="A durable human-in-the-loop agent on Temporal")
+    app.state.codec = payload_codec
+    app.state.tokens = tokens if tokens is not None else TokenBook.from_env()
+    app.state.policy = operator_policy() if isinstance(policy, str) else policy
+    app.state.temporal = Temporal(client=client, task_queue=task_queue)
+    app.state.reads, app.state.streams, app.state.closed_reads = limits_from_env()
+    app.state.codec_door = CodecDoor.from_env(bind_host, ui_origins())
+    app.state.signer = lru_cache(maxsize=1)(signing_key)
+    app.state.tickets = StreamTickets(lambda: ticket_secret(seed_of(app.state.signer()[1])))
+    app.state.feeds = events.Feeds()
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=ui_origins(),
+        allow_credentials=True,  # the UI sends cookies and its own Authorization
+        allow_methods=["POST", "GET", "OPTIONS"],
+        allow_headers=["Authorization", "Content-Type", "X-Namespace"],
+    )
+    app.add_middleware(NotFramed)
+    app.add_middleware(BodyLimit)  # added late: it runs before anything reads a body
+    observe(app)  # around it (reading no body), when operators ask for metrics or traces (docs/observability.md)
+    app.include_router(codec.router)
+    for resource in (sessions, calls, inbox, events, people, web):
+        app.include_router(resource.router)
+    hide_queries_from_access_log()
+
+    @app.exception_handler(RPCError)
+    async def temporal_unreachable(request: Request, error: RPCError) -> JSONResponse:
+        """A Temporal call that failed where a route did not expect it: the API cannot reach Temporal
+        (or Temporal cannot answer), which is 503, never 500."""
+        return JSONResponse({"detail": f"Temporal did not answer: {error.message}"}, status_code=503,
+                            headers={"Retry-After": "5"})
+
+    @app.exception_handler(RuntimeError)
+    async def temporal_never_reached(request: Request, error: RuntimeError) -> JSONResponse:
+        """The SDK raises RuntimeError('Failed client connect: ...') from a client that has not
+        reached Temporal yet; any other RuntimeError is a bug, answered 500 and logged."""
+        if "client connect" in str(error):
+            return JSONResponse({"detail": f"cannot reach Temporal: {error}"}, status_code=503,
+                                headers={"Retry-After": "5"})
+        logging.getLogger("hitl.api").error("unexpected error", exc_info=error)
+        return JSONResponse({"detail": "internal error"}, status_code=500)
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, object]:
+        """The process probe, for load balancers and docker-compose health checks: no Temporal call."""
+        return {"ok": True, "encryption": app.state.codec is not None}
+
+    @app.get("/readyz", tags=["health"])
+    async def readyz() -> JSONResponse:
+        """200 when this API reaches Temporal (a cheap frontend call), 503 when it does not."""
+        gateway: Temporal = app.state.temporal
+        try:
+            client = await gateway.get()
+            await client.workflow_service.get_system_info(GetSystemInfoRequest(), retry=False,
+                                                         timeout=timedelta(seconds=5))
+        except (RPCError, HTTPException, RuntimeError) as error:
+            return JSONResponse({"ready": False, "problem": getattr(error, "detail", None) or str(error)}, status_code=503)
+        return JSONResponse({"ready": True, "namespace": client.namespace})
+
+    return app
+
+
+class NotFramed:
+    """ASGI middleware: no response may be framed by another site (clickjacking); /docs gets a
+    Content-Security-Policy that allows the Swagger UI it loads and nothing else."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        docs = scope.get("path") in ("/docs", "/redoc", "/docs/oauth2-redirect")
+
+        async def with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or [])
+                present = {name.lower() for name, _ in headers}
+                extra = dict(NO_FRAMING)
+                if docs:
+                    headers = [(n, v) for n, v in headers if n.lower() != b"content-security-policy"]
+                    present.discard(b"content-security-policy")
+                    extra["Content-Security-Policy"] = DOCS_POLICY
+                else:
+                    extra.setdefault("Content-Security-Policy", "frame-ancestors 'none'")
+                headers += [(name.lower().encode(), value.encode()) for name, value in extra.items()
+                            if name.lower().encode() not in present]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def operator_policy() -> OperatorPolicy | None:
+    """The operator's policy from HITL_POLICY (workflows/policy.py), None without one; a malformed
+    file raises PolicyError with a one-line reason."""
+    return policy_from_env()
+
+
+def signing_key() -> tuple[str, Ed25519PrivateKey]:
+    """The key decisions are signed with (hitl/decision_keys.py), read once on first use: without
+    HITL_SIGNING_KEY, the local key file is created then, and a worker here trusts it."""
+    return read_signing_key()
+
+
+def seed_of(key: Ed25519PrivateKey) -> bytes:
+    return key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+
+
+def serve(host: str | None = None, port: int | None = None) -> None:
+    """Run the API with uvicorn on HITL_API_HOST:HITL_API_PORT (127.0.0.1:8000)."""
+    import uvicorn
+
+    host = host or os.environ.get("HITL_API_HOST", "127.0.0.1")
+    try:
+        refuse_an_open_codec(host)
+        for line in telemetry.start("hitl-api", "HITL_API_METRICS_PORT"):  # before the API's client connects
+            print(f"api: {line}")
+        app = create_app(bind_host=host)
+        signing_key()  # a malformed key stops the server now; a local key file is made now
+    except (TokenFileError, KeyConfigError, PolicyError, StartRefused, telemetry.TelemetryError) as error:
+        sys.exit(f"error: {error}")
+    uvicorn.run(app, host=host, port=port or int(os.environ.get("HITL_API_PORT", "8000")))
+
+
+class StartRefused(ValueError):
+    """A setting this server will not run with."""
+
+
+def refuse_an_open_codec(host: str) -> None:
+    """Beyond loopback the codec endpoint would decrypt for anyone who reaches the port: a token is
+    then required, unless the operator says only this machine reaches it (HITL_API_LOOPBACK_ONLY,
+    e.g. a container port published on 127.0.0.1, as docker-compose.yml does)."""
+    if is_loopback(host) or os.environ.get("HITL_CODEC_TOKEN"):
+        return
+    if os.environ.get("HITL_API_LOOPBACK_ONLY", "").lower() in ("1", "true", "yes"):
+        return
+    raise StartRefused(f"the API would listen on {host}, beyond loopback, with a codec endpoint anyone there could "
+                       "decrypt with: set HITL_CODEC_TOKEN (or HITL_API_LOOPBACK_ONLY=true if only this machine "
+                       "reaches the port)")

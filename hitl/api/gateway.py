@@ -1,0 +1,148 @@
+"""What every route shares: the Temporal client, queries, Updates, and how a refusal
+becomes an HTTP status.
+
+The workflow is the one rule book (workflows/pauses.py): the API asks it through
+validated Updates and passes its reason on, with the status its refusal code names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from fastapi import HTTPException, Request
+from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from hitl.client.refusals import code_of, reason_of
+from hitl.client.updates import execute_update_retrying, was_not_applied
+from hitl.settings import Settings, connect
+from workflows.contract import Query, Update
+
+CODE_STATUS = {"not_found": 404, "forbidden": 403, "conflict": 409, "invalid": 422, "stale_run": 409, "busy": 503}
+
+
+class Refused(HTTPException):
+    """A session's refusal as an HTTP error, with the refusal's code (workflows/pauses.py)."""
+
+    def __init__(self, code: str | None, reason: str) -> None:
+        super().__init__(CODE_STATUS.get(code or "", 409), reason)
+        self.code = code
+
+
+def status_of(error: WorkflowUpdateFailedError) -> int:
+    """The status for a session's refusal, from its code; 409 (refused in its current state) without one."""
+    return CODE_STATUS.get(code_of(error) or "", 409)
+
+
+@dataclass
+class Temporal:
+    """The API's connection, made on first use so `starter.py serve` starts without Temporal
+    (the codec endpoint needs none)."""
+
+    client: Client | None = None
+    task_queue: str | None = None
+    _lock: asyncio.Lock | None = None
+
+    async def get(self) -> Client:
+        if self.client is None:
+            self._lock = self._lock or asyncio.Lock()
+            async with self._lock:
+                if self.client is None:
+                    settings = Settings.from_env()
+                    self.task_queue = self.task_queue or settings.task_queue
+                    try:
+                        self.client = await connect(settings)
+                    except RuntimeError as error:
+                        raise HTTPException(503, f"cannot reach Temporal at {settings.address}: {error}") from None
+        return self.client
+
+    async def queue(self) -> str:
+        await self.get()
+        return self.task_queue or Settings.from_env().task_queue
+
+
+def temporal(request: Request) -> Temporal:
+    return request.app.state.temporal
+
+
+async def handle_of(request: Request, session_id: str) -> WorkflowHandle[Any, Any]:
+    return (await temporal(request).get()).get_workflow_handle(session_id)
+
+
+async def run_of(request: Request, session_id: str) -> str:
+    """The session's current run, which every proof names: a reset, or a session started again
+    under the same id, is another run (workflows/identity.py, RunCheck)."""
+    handle = await handle_of(request, session_id)
+    try:
+        described = await handle.describe()
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise HTTPException(404, f"unknown session {session_id!r}") from None
+        raise
+    return described.run_id
+
+
+async def send_signed(request: Request, session_id: str, update: Update[Any, Any], payload: dict[str, Any],
+                      sign: Callable[[str], str]) -> Any:
+    """An Update whose proof names the session's current run; signed again, for the new run, when
+    the session handed over (continue-as-new) between the signature and its arrival."""
+    for attempt in range(3):
+        try:
+            return await send_update(request, session_id, update, {**payload, "proof": sign(await run_of(request, session_id))})
+        except Refused as refused:
+            if refused.code != "stale_run" or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def run_query(request: Request, session_id: str, query: Query[Any, Any], arg: Any = None) -> Any:
+    """A query of the session; 404 when there is no such session. Retried briefly while a
+    run hands over to the next (the new run's first task is not scheduled yet)."""
+    handle = await handle_of(request, session_id)
+    for attempt in range(20):
+        try:
+            if arg is None:
+                return await handle.query(query.name)
+            return await handle.query(query.name, arg)
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                raise HTTPException(404, f"unknown session {session_id!r}") from None
+            if "not scheduled yet" in error.message and attempt < 19:
+                await asyncio.sleep(0.25)
+                continue
+            raise HTTPException(503, f"the session did not answer: {error.message}") from None
+        except WorkflowQueryFailedError as error:
+            raise HTTPException(500, f"the session could not answer {query.name}: {error.message}") from None
+    raise AssertionError("unreachable")
+
+
+async def send_update(request: Request, session_id: str, update: Update[Any, Any], payload: dict[str, Any]) -> Any:
+    """A validated Update; a refusal becomes 403/404/409/422 with the workflow's reason."""
+    handle = await handle_of(request, session_id)
+    try:
+        return await execute_update_retrying(handle, update, payload)
+    except WorkflowUpdateFailedError as error:
+        raise Refused(code_of(error), reason_of(error)) from None
+    except RPCError as error:
+        if was_not_applied(error):  # still so after retries: the session is alive but cannot take it
+            raise HTTPException(503, "the session could not take this request, and nothing of it was applied "
+                                     f"(its workflow task failed, e.g. over Temporal's payload limits): {error.message}") from None
+        if "completed" in error.message or error.status == RPCStatusCode.FAILED_PRECONDITION:
+            raise HTTPException(409, f"the session is closed: {error.message}") from None
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise HTTPException(404, f"unknown session {session_id!r}") from None
+        raise HTTPException(503, f"the session did not answer: {error.message}") from None
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def ticket_secret(private_seed: bytes) -> bytes:
+    """Stream tickets are keyed from the signing key, so every API replica that shares the key
+    accepts the tickets of the others."""
+    return hashlib.sha256(b"hitl stream ticket\0" + private_seed).digest()

@@ -1,0 +1,119 @@
+"""The access table (hitl/api/access.py) as FastAPI dependencies: every session route names its action.
+
+`Depends(allowed("read"))` authenticates the caller, reads the session's facts
+with one describe (its memos: no query, no replay), and answers 404 or 403 from
+the table before the route runs; the route gets a `Grant`. Reads also take one
+of the person's read slots (hitl/api/reading.py) for as long as they run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, AsyncIterator, Callable
+
+from fastapi import Depends, HTTPException, Request
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from hitl.api.access import Action, Policy, SessionFacts, verdict
+from hitl.api.auth import caller
+from hitl.api.gateway import handle_of, run_query, temporal
+from hitl.client.sessions import read_all
+from workflows.contract import AUDIT_PAGE, PENDING
+
+RPC = timedelta(seconds=30)
+
+
+@dataclass(frozen=True)
+class Grant:
+    """Who may go on, and what the session's memos said."""
+
+    person: str
+    session: SessionFacts
+    item: dict[str, Any] | None = None
+
+
+def policy_of(request: Request) -> Policy | None:
+    return request.app.state.policy
+
+
+async def session_facts(request: Request, session_id: str) -> SessionFacts:
+    """One describe: the run, whether it is closed, and its memos `hitl_session` and `hitl_pending`."""
+    handle = await handle_of(request, session_id)
+    try:
+        description = await handle.describe(rpc_timeout=RPC)
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise HTTPException(404, f"unknown session {session_id!r}") from None
+        raise HTTPException(503, f"Temporal did not answer: {error.message}") from None
+    memo: dict[str, Any] = {}
+    for key in ("hitl_session", "hitl_pending"):
+        try:  # a memo this API cannot decode (another key) says nothing, so grants nothing
+            memo[key] = await description.memo_value(key, None)
+        except Exception:
+            memo[key] = None
+    closed = description.status != WorkflowExecutionStatus.RUNNING
+    return SessionFacts.from_memo(session_id, description.run_id or "", closed, memo)
+
+
+def refuse_unless(decided: Any) -> None:
+    if not decided.allowed:
+        raise HTTPException(decided.status, decided.reason)
+
+
+def allowed(action: Action) -> Callable[..., Any]:
+    """The dependency for `action` on the session named by the path's `session_id`."""
+
+    async def grant(request: Request, session_id: str, person: str = Depends(caller)) -> AsyncIterator[Grant]:
+        if action != "read":
+            session = await session_facts(request, session_id)
+            refuse_unless(verdict(person, action, session, policy_of(request)))
+            yield Grant(person, session)
+            return
+        with request.app.state.reads.slot(person):
+            session = await session_facts(request, session_id)
+            refuse_unless(verdict(person, action, session, policy_of(request)))
+            yield Grant(person, session)
+
+    return grant
+
+
+def allowed_on_call(verb: str) -> Callable[..., Any]:
+    """The dependency for a decision (`verb`) on the path's `call_id`: the call's own rules from the
+    session's `pending` query (the memo clips), 404 for whoever may not even read the session."""
+    action: Action = "claim" if verb in ("claim", "release") else "decide"
+
+    async def grant(request: Request, session_id: str, call_id: str, person: str = Depends(caller)) -> Grant:
+        session = await session_facts(request, session_id)
+        policy = policy_of(request)
+        readable = verdict(person, "read", session, policy)
+        item = await pending_item(request, session_id, call_id) if readable.allowed else None
+        refuse_unless(verdict(person, action, session, policy, item, verb))
+        return Grant(person, session, item)
+
+    return grant
+
+
+async def pending_item(request: Request, session_id: str, call_id: str) -> dict[str, Any]:
+    """The open pause for `call_id`: 404 for an unknown call, 409 for a settled one."""
+    for item in await run_query(request, session_id, PENDING):
+        if item["call_id"] == call_id:
+            return item
+    trail = await read_all(await temporal(request).get(), session_id, AUDIT_PAGE.name, "events")  # across runs
+    outcomes = [event["event"] for event in trail if event.get("call_id") == call_id and event["event"] != "refused"]
+    if any(outcome != "requested" for outcome in outcomes):
+        raise HTTPException(409, f"{call_id} is already settled ({outcomes[-1]})")
+    raise HTTPException(404, f"no call {call_id!r} waits in session {session_id!r}")
+
+
+async def session_read(request: Request, grant: Grant, name: str, read: Callable[[], Any]) -> Any:
+    """`read()` once per closed run: a closed run never changes, so its answer is kept (hitl/api/reading.py)."""
+    if not grant.session.closed:
+        return await read()
+    key = (grant.session.session_id, grant.session.run_id, name)
+    cached = request.app.state.closed_reads.get(key)
+    if cached is None:
+        cached = await read()
+        request.app.state.closed_reads.put(key, cached)
+    return cached

@@ -1,0 +1,95 @@
+"""`GET /inbox`: every open pause across sessions that the caller may decide, oldest first.
+
+One visibility list and each listed session's memos (`hitl_pending`: its open
+pauses, `hitl_session`: owner and participants): no session is queried. Which
+rows the caller may decide is the access table's (hitl/api/access.py), the same
+rule the decision routes apply. A row claimed by someone else stays, marked
+with `claimed_by` and `claim_until`: the claim is bounded, and the others
+should see who holds the call and until when.
+
+The list is narrowed by `HitlApprovers`: sessions whose open calls name the
+caller or one of the caller's policy groups, or name nobody (then the owner,
+participants and operators decide, which the memos tell).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from hitl.api.access import Policy, SessionFacts, expanded, waits_for_person
+from hitl.api.auth import caller
+from hitl.api.gateway import temporal
+from hitl.api.guard import policy_of
+from hitl.client.inbox import LIMIT, MEMO_KEY, InboxItem, escaped, executions, items_of, visibility_query
+
+router = APIRouter(tags=["inbox"])
+SESSION_MEMO = "hitl_session"
+
+
+@router.get("/inbox", response_model=list[InboxItem])
+async def inbox(
+    request: Request,
+    person: str = Depends(caller),
+    claimed: bool = Query(True, description="kept for older clients: claimed items are always listed, marked"),
+) -> list[InboxItem]:
+    """The caller's waiting items on this API's task queue, oldest first (the oldest 100). Visibility
+    lags by a moment: a decision on a row that was settled meanwhile answers 409."""
+    gateway = temporal(request)
+    client = await gateway.get()
+    policy = policy_of(request)
+    query = visibility_query(await gateway.queue()) + approvers_filter(person, policy)
+    try:
+        with request.app.state.reads.slot(person):  # one of the person's reads (hitl/api/reading.py)
+            rows = await listed(client, query)
+    except RPCError as error:
+        if error.status == RPCStatusCode.INVALID_ARGUMENT and "Hitl" in error.message:
+            raise HTTPException(503, f"this namespace lacks the sessions' search attributes ({error.message})") from None
+        raise
+    now = datetime.now(timezone.utc)
+    items = [item for session, item in rows if decides(person, session, item, policy)]
+    for item in items:
+        item.age_seconds = max(0.0, (now - item.requested_at).total_seconds())
+    items.sort(key=lambda item: (item.requested_at, item.session_id, item.call_id))
+    return items[:LIMIT]
+
+
+def approvers_filter(person: str, policy: Policy | None) -> str:
+    """Sessions whose calls may name `person`: by name, by one of their groups, or nobody named."""
+    groups = policy.groups if policy is not None else {}
+    names = [person, *(f"@{group}" for group in sorted(groups) if person in expanded([f"@{group}"], policy))]
+    listed = ", ".join(f'"{escaped(name)}"' for name in names)
+    return f" AND (HitlApprovers IN ({listed}) OR HitlApprovers IS NULL)"
+
+
+def decides(person: str, session: SessionFacts, item: InboxItem, policy: Policy | None) -> bool:
+    """The approver rule (workflows/deciders.py) as the access table applies it: the caller may
+    decide the call, it is not their own request under four eyes, and they have not voted on it."""
+    return waits_for_person(person, item.model_dump(), session, policy)
+
+
+async def listed(client: Client, query: str) -> list[tuple[SessionFacts, InboxItem]]:
+    """Every listed session's open pauses with the session's facts, page after page."""
+    rows: list[tuple[SessionFacts, InboxItem]] = []
+    async for execution in executions(client, query):
+        session_id = execution.execution.workflow_id
+        items = await items_of(client, session_id, execution.memo.fields.get(MEMO_KEY)) or []
+        about = await memo_of(client, execution.memo.fields.get(SESSION_MEMO))
+        session = SessionFacts.from_memo(session_id, execution.execution.run_id, False,
+                                         {SESSION_MEMO: about, MEMO_KEY: [item.model_dump() for item in items]})
+        rows.extend((session, item) for item in items)
+    return rows
+
+
+async def memo_of(client: Client, payload: Any) -> Any:
+    if payload is None:
+        return None
+    try:
+        [value] = await client.data_converter.decode([payload])
+        return value
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,322 @@
+"""python starter.py: the client. Start sessions, chat, list and answer what is pending.
+
+Decisions go through the validated Updates, so a refused decision is reported
+at once (exit code 2) instead of being silently recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import uuid
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.service import RPCError
+
+from hitl.exit_cleanly import exit_now
+from hitl.console.render import args_diff, describe_pending, print_json, render_status, render_transcript, say
+from hitl.client.refusals import reason_of
+from hitl.client.sessions import read_all
+from hitl.console.startup import model_warning
+from hitl.client.summary import session_summary
+from hitl.client.updates import execute_update_retrying
+from hitl import telemetry
+from hitl.settings import ENCRYPTED, Settings, connect
+from workflows.contract import (
+    ANSWER, APPROVE, AUDIT_PAGE, CANCEL, PENDING, REJECT, STATUS, TRANSCRIPT_PAGE, USER_MESSAGE, WORKFLOW,
+    WORKFLOW_RESULT, Update,
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog=os.path.basename(sys.argv[0]) or "starter.py", description=__doc__.splitlines()[0])
+    root.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    commands = root.add_subparsers(dest="command", required=True)
+
+    start = commands.add_parser("start", help="start a session with a first message")
+    start.add_argument("message")
+    start.add_argument("--session", help="session id (default: a new one)")
+    start.add_argument("--by", help="who is speaking")
+    start.add_argument("--tools", help="comma-separated tool names (default: all)")
+    start.add_argument("--model")
+    start.add_argument("--system-prompt")
+    start.add_argument("--max-steps", type=int)
+    start.add_argument("--approval-timeout", type=float, dest="approval_timeout_seconds")
+    start.add_argument("--answer-timeout", type=float, dest="answer_timeout_seconds")
+    start.add_argument("--idle-timeout", type=float, dest="idle_timeout_seconds")
+
+    send = commands.add_parser("send", help="send a message (steers a running turn)")
+    send.add_argument("session")
+    send.add_argument("text")
+    send.add_argument("--by")
+
+    for name, text in (("pending", "what waits for a person"), ("status", "the session's state"),
+                       ("transcript", "the conversation"), ("audit", "every request and decision")):
+        commands.add_parser(name, help=text).add_argument("session")
+
+    approve = commands.add_parser("approve", help="approve a pending call, optionally with edited args")
+    approve.add_argument("session")
+    approve.add_argument("--call", dest="call_id")
+    approve.add_argument("--args", type=json_object, help="edited arguments as a JSON object")
+    approve.add_argument("--comment")
+    approve.add_argument("--by")
+
+    reject = commands.add_parser("reject", help="reject a pending call with a reason")
+    reject.add_argument("session")
+    reject.add_argument("--call", dest="call_id")
+    reject.add_argument("--reason")
+    reject.add_argument("--by")
+
+    answer = commands.add_parser("answer", help="answer a pending question (text, or a JSON object for forms)")
+    answer.add_argument("session")
+    answer.add_argument("answer")
+    answer.add_argument("--call", dest="call_id")
+    answer.add_argument("--by")
+
+    cancel = commands.add_parser("cancel", help="stop the session; pending calls are cancelled")
+    cancel.add_argument("session")
+    cancel.add_argument("--reason")
+
+    chat = commands.add_parser("chat", help="an interactive chat that reattaches to its session")
+    chat.add_argument("--session", default="chat")
+    chat.add_argument("--by", default="you")
+
+    inbox = commands.add_parser("inbox", help="every call waiting for a person, across sessions, oldest first")
+    inbox.add_argument("--for", dest="person", help="only what this person may decide")
+    inbox.add_argument("--claimed", action="store_true", help="with --for: also what others have claimed")
+    inbox.add_argument("--task-queue", help="only sessions of this task queue (default: the whole namespace)")
+    inbox.add_argument("--limit", type=int, default=100, help="show the oldest N items (default 100; 0: all)")
+    inbox.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON rows")
+
+    watch = commands.add_parser("watch", help="print a session's events as they happen, until it closes")
+    watch.add_argument("session")
+    watch.add_argument("--after", type=int, default=0, help="start after this event id (default: all kept)")
+    watch.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="one JSON event per line")
+
+    demo = commands.add_parser("demo", help="dev server + worker + chat in one process")
+    demo.add_argument("--session", default="demo")
+    demo.add_argument("--by", default="you")
+
+    commands.add_parser("tools", help="every tool the worker offers (built-in, user, MCP) and its approval policy")
+
+    serve = commands.add_parser("serve", help="the HTTP API and codec endpoint (HITL_API_HOST:HITL_API_PORT)")
+    serve.add_argument("--host", help="default: HITL_API_HOST or 127.0.0.1")
+    serve.add_argument("--port", type=int, help="default: HITL_API_PORT or 8000")
+    return root
+
+
+def json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return value
+
+
+def answer_value(text: str) -> Any:
+    """A JSON object or list is a form answer; anything else is the text as typed."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    return value if isinstance(value, (dict, list)) else text
+
+
+def payload(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
+
+
+async def run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "demo":
+        from hitl.console.demo import run_demo
+
+        return await run_demo(settings, args.session, args.by)
+    client = await connect(settings)
+    if args.command == "chat":
+        from hitl.console.chat import Chat
+
+        return await Chat(client, settings.task_queue, args.session, args.by).run()
+    if args.command == "start":
+        return await start(client, settings, args)
+    if args.command == "inbox":
+        return await show_inbox(client, args)
+    if args.command == "watch":
+        from hitl.console.watch import watch
+
+        return await watch(client, args.session, args.after, args.json)
+    handle = client.get_workflow_handle(args.session)
+    if args.command in ("pending", "status", "transcript", "audit"):
+        result = await read_query(client, args.session, args.command)
+        if args.json:
+            print_json(result)
+        else:
+            say({"pending": describe_pending, "status": render_status, "transcript": render_transcript,
+                 "audit": lambda r: "\n".join(json.dumps(e) for e in r)}[args.command](result))
+        return 0
+    if args.command == "send":
+        return await update(handle, USER_MESSAGE.update, payload(args, "text", "by"), args.json)
+    if args.command == "approve":
+        if args.args is not None and not args.json:
+            await show_edit(handle, args.call_id, args.args)
+        return await update(handle, APPROVE.update, payload(args, "call_id", "args", "comment", "by"), args.json)
+    if args.command == "reject":
+        return await update(handle, REJECT.update, payload(args, "call_id", "reason", "by"), args.json)
+    if args.command == "answer":
+        answer = answer_value(args.answer)
+        if isinstance(answer, str):  # a form of one field (a date, say) takes its value as typed
+            answer = await one_field_answer(handle, args.call_id, answer)
+        body = {**payload(args, "call_id", "by"), "answer": answer}
+        return await update(handle, ANSWER.update, body, args.json)
+    if args.command == "cancel":
+        return await update(handle, CANCEL.update, payload(args, "reason"), args.json)
+    raise AssertionError(args.command)
+
+
+async def show_edit(handle: WorkflowHandle[Any, Any], call_id: str | None, edited: dict[str, Any]) -> None:
+    """What `--args` changes, against the model's arguments, before the session hears of it."""
+    try:
+        pending = await handle.query(PENDING.name)
+    except (RPCError, WorkflowQueryFailedError):
+        return
+    calls = [item for item in pending if item["kind"] == "approval" and call_id in (None, item["call_id"])]
+    if len(calls) == 1:
+        for line in args_diff(calls[0]["args"], edited) or ["(the same as the model's arguments)"]:
+            say(f"edit: {line}")
+
+
+async def one_field_answer(handle: WorkflowHandle[Any, Any], call_id: str | None, text: str) -> Any:
+    """`answer s1 2026-12-24` to a question whose form has one field: {"date": "2026-12-24"}, which the
+    session checks against the field's type. Any other question takes the text itself."""
+    try:
+        pending = await handle.query(PENDING.name)
+    except (RPCError, WorkflowQueryFailedError):
+        return text  # the session says why when it receives the answer
+    questions = [item for item in pending if item["kind"] == "question" and call_id in (None, item["call_id"])]
+    if len(questions) == 1 and len(questions[0].get("fields") or []) == 1:
+        return {questions[0]["fields"][0]["name"]: text}
+    return text
+
+
+# The reading commands and the queries they ask (the transcript and audit page by page, across runs).
+READS = {"pending": PENDING, "status": STATUS}
+PAGED_READS = {"transcript": (TRANSCRIPT_PAGE, "messages"), "audit": (AUDIT_PAGE, "events")}
+
+
+async def read_query(client: Client, session_id: str, name: str) -> Any:
+    """Queries as a person reads them: the transcript and audit whole, across every run of a
+    long session (hitl/client/sessions.py), retried while a run hands over to the next."""
+    for attempt in range(20):
+        try:
+            if name in PAGED_READS:
+                page_query, key = PAGED_READS[name]
+                return await read_all(client, session_id, page_query.name, key)
+            return await client.get_workflow_handle(session_id).query(READS[name].name)
+        except RPCError as error:
+            if "not scheduled yet" not in error.message or attempt == 19:
+                raise
+            await asyncio.sleep(0.25)
+    raise AssertionError("unreachable")
+
+
+async def show_inbox(client: Client, args: argparse.Namespace) -> int:
+    from hitl.client.inbox import InboxUnavailable, read_inbox
+    from hitl.console.inbox import inbox_json, render_inbox
+
+    try:
+        inbox = await read_inbox(client, task_queue=args.task_queue, person=args.person, show_claimed=args.claimed,
+                                 limit=args.limit or None)
+    except InboxUnavailable as error:
+        say(f"error: {error}", file=sys.stderr)
+        return 1
+    if args.json:
+        print_json(inbox_json(inbox))
+    else:
+        say(render_inbox(inbox, args.person))
+    return 0
+
+
+async def start(client: Client, settings: Settings, args: argparse.Namespace) -> int:
+    request = payload(args, "message", "by", "model", "system_prompt", "max_steps",
+                      "approval_timeout_seconds", "answer_timeout_seconds", "idle_timeout_seconds")
+    if args.tools:
+        request["tools"] = [name.strip() for name in args.tools.split(",") if name.strip()]
+    session_id = args.session or f"session-{uuid.uuid4().hex[:8]}"
+    summary, details = session_summary(request, session_id, started_with="starter.py start", encrypted=ENCRYPTED)
+    await client.start_workflow(
+        WORKFLOW, request, id=session_id, task_queue=settings.task_queue, result_type=WORKFLOW_RESULT,
+        static_summary=summary, static_details=details,
+    )
+    if args.json:
+        print_json({"session_id": session_id})
+    else:
+        say(f"started session {session_id}")
+    return 0
+
+
+async def update(handle: WorkflowHandle[Any, Any], request: Update[Any, Any], body: dict[str, Any], as_json: bool) -> int:
+    try:
+        result = await execute_update_retrying(handle, request, body)
+    except WorkflowUpdateFailedError as error:
+        reason = reason_of(error)
+        if as_json:
+            print_json({"accepted": False, "reason": reason})
+        else:
+            say(f"refused: {reason}", file=sys.stderr)
+        return 2
+    if as_json:
+        print_json(result)
+    else:
+        say(", ".join(f"{k}={v}" for k, v in result.items()))
+    return 0
+
+
+def main() -> int:
+    args = parser().parse_args()
+    if args.command == "serve":
+        from hitl.api.app import serve
+        from hitl.console.startup import api_address, port_problem, tokens_warning
+
+        host, port = api_address(args.host, args.port)
+        if problem := port_problem(host, port):
+            print(problem, file=sys.stderr)
+            return 1
+        if warning := tokens_warning():
+            print(warning, file=sys.stderr)
+        serve(host, port)
+        return 0
+    if args.command == "tools":
+        from hitl.console.tools import list_tools
+
+        return asyncio.run(list_tools(args.json))
+    settings = Settings.from_env()
+    if args.command == "demo" and (warning := model_warning()):  # the demo runs a worker; so does worker.py
+        print(warning, file=sys.stderr)
+    try:
+        telemetry.start("hitl-starter", None)
+        return asyncio.run(run(args, settings))
+    except telemetry.TelemetryError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except RPCError as error:
+        say(f"error: {error}", file=sys.stderr)
+        return 1
+    except RuntimeError as error:
+        if "Failed client connect" not in str(error):
+            raise
+        say(f"error: cannot reach Temporal at {settings.address}: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        telemetry.flush()
+
+
+def command_line() -> None:
+    """`python starter.py` and the installed `hitl` command."""
+    exit_now(main())

@@ -1,0 +1,7 @@
+"""The client layer: how any program talks to sessions through Temporal.
+
+Reading sessions across their runs, following their events, the inbox from
+visibility, Updates sent with retry, what the Temporal UI shows, refusal codes.
+Both faces sit on it (`hitl/api/`, HTTP; `hitl/console/`, the terminal) and
+neither imports the other (tests/unit/test_layers.py).
+"""

@@ -1,0 +1,29 @@
+"""A session's refusal as its client receives it: the reason, and a machine-readable code.
+
+The workflow refuses a bad Update with an ApplicationError whose message is the reason and
+whose first detail is the code (workflows/decisions.py, `Refusal.code`: not_found, forbidden,
+conflict, invalid, stale_run, busy). A client decides by the code, never by the English: the API
+maps it to a status (hitl/api/gateway.py), the terminal prints the reason.
+"""
+
+from __future__ import annotations
+
+from typing import get_args
+
+from temporalio.client import WorkflowUpdateFailedError
+
+from workflows.decisions import RefusalCode
+
+REFUSAL_CODES: frozenset[str] = frozenset(get_args(RefusalCode))
+
+
+def code_of(error: WorkflowUpdateFailedError) -> str | None:
+    """The code a session's refusal sends beside its reason; None from a session that sent none."""
+    details = getattr(getattr(error, "cause", None), "details", None) or ()
+    return details[0] if details and isinstance(details[0], str) else None
+
+
+def reason_of(error: BaseException) -> str:
+    """The reason, as the session wrote it."""
+    cause = getattr(error, "cause", None)
+    return getattr(cause, "message", None) or getattr(error, "message", None) or str(cause or error)

@@ -1,0 +1,301 @@
+"""python worker.py: run the agent workflow and its activities on HITL_TASK_QUEUE."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import os
+import signal
+import socket
+import sys
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
+from temporalio.worker import Worker, WorkerDeploymentConfig
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from activities.mcp import McpConfigError, McpToolbox, toolbox_from_env
+from activities.mcp.sandbox import make_undumpable
+from activities.notify import NotifyActivities
+from activities.observed_model import observed
+from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, judge_calls, unknown_tools
+from activities.session_environment import SessionEnvironment
+from activities.transcript_index import keep_transcript_index
+from activities.run_tool import ToolActivities
+from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
+from hitl.console.startup import model_warning, quiet_expected_failures
+from hitl import telemetry
+from hitl.bytecode import compile_once
+from hitl.exit_cleanly import exit_now
+from hitl.settings import Settings, connect
+from workflows.agent import AgentWorkflow
+from workflows.arity import OneArgument
+from workflows.metrics import SessionMetrics
+from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
+
+
+# The sandbox re-imports every module a workflow uses, once per workflow run.
+# pydantic and our pure modules are deterministic: sharing them saves most of a
+# megabyte and the model-building time per cached session.
+SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
+    "pydantic", "pydantic_core", "annotated_types", "typing_inspection",
+    "workflows.conversation", "workflows.forms", "workflows.pauses", "workflows.planning",
+    "workflows.requests", "workflows.rules", "workflows.session", "workflows.limits", "workflows.handover",
+    "workflows.events", "workflows.metrics", "workflows.identity", "workflows.proofs", "workflows.visibility",
+    "workflows.policy", "workflows.patches", "workflows.decisions", "workflows.transcript_index", "cryptography",
+    "hitl.catalog", "jsonschema",
+)
+
+
+VERSIONING_BEHAVIORS = {"auto_upgrade": VersioningBehavior.AUTO_UPGRADE, "pinned": VersioningBehavior.PINNED}
+
+
+@dataclass(frozen=True)
+class WorkerTuning:
+    """What an operator tunes per deployment (docs/production.md, "Running workers in production").
+
+    The defaults are the SDK's except two. Graceful shutdown is 0 s here (the
+    SDK's, for in-process workers in tests and the demo) but 10 s for
+    `python worker.py` (`from_env`). The sticky timeout is 1 s, not the SDK's
+    10 s: a worker keeps each session
+    it ran in a cache and asks the server to send that session's next task to
+    it alone (its sticky queue). When the worker dies without saying goodbye
+    (SIGKILL, OOM, a lost node) the server holds the task for that long before
+    any other worker may take it: a person who approves meanwhile waits.
+    """
+
+    max_cached_workflows: int = 1000
+    max_concurrent_activities: int = 100
+    max_concurrent_workflow_tasks: int = 100
+    sticky_timeout_seconds: float = 1.0
+    graceful_shutdown_seconds: float = 0.0
+    identity: str | None = None
+    build_id: str | None = None
+    deployment_name: str | None = None
+    versioning_behavior: str = "auto_upgrade"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> WorkerTuning:
+        def number(name: str, default: float) -> float:
+            text = environ.get(name, "").strip()
+            try:
+                return float(text) if text else default
+            except ValueError:
+                raise SystemExit(f"worker: {name} must be a number, not {text!r}") from None
+
+        behavior = environ.get("HITL_VERSIONING_BEHAVIOR", "auto_upgrade").strip().lower()
+        if behavior not in VERSIONING_BEHAVIORS:
+            raise SystemExit(f"worker: HITL_VERSIONING_BEHAVIOR must be one of {', '.join(VERSIONING_BEHAVIORS)}")
+        return cls(
+            max_cached_workflows=int(number("HITL_WORKFLOW_CACHE_SIZE", cls.max_cached_workflows)),
+            max_concurrent_activities=int(number("HITL_MAX_CONCURRENT_ACTIVITIES", cls.max_concurrent_activities)),
+            max_concurrent_workflow_tasks=int(
+                number("HITL_MAX_CONCURRENT_WORKFLOW_TASKS", cls.max_concurrent_workflow_tasks)
+            ),
+            sticky_timeout_seconds=number("HITL_STICKY_TIMEOUT_SECONDS", cls.sticky_timeout_seconds),
+            # A deploy's SIGTERM lets running model calls and tools finish this long.
+            graceful_shutdown_seconds=number("HITL_GRACEFUL_SHUTDOWN_SECONDS", 10.0),
+            identity=environ.get("HITL_WORKER_IDENTITY") or None,
+            build_id=environ.get("HITL_BUILD_ID") or None,
+            deployment_name=environ.get("HITL_DEPLOYMENT_NAME") or None,
+            versioning_behavior=behavior,
+        )
+
+    def worker_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "max_cached_workflows": self.max_cached_workflows,
+            "max_concurrent_activities": self.max_concurrent_activities,
+            "max_concurrent_workflow_tasks": self.max_concurrent_workflow_tasks,
+            "sticky_queue_schedule_to_start_timeout": timedelta(seconds=self.sticky_timeout_seconds),
+            "graceful_shutdown_timeout": timedelta(seconds=self.graceful_shutdown_seconds),
+        }
+        if self.identity:
+            options["identity"] = self.identity
+        if self.deployment_name:
+            if not self.build_id:
+                raise SystemExit("worker: HITL_DEPLOYMENT_NAME needs HITL_BUILD_ID (worker versioning)")
+            # Worker versioning: the server routes each session's tasks to a
+            # build of this deployment (see docs/production.md, "Deploying a new build").
+            options["deployment_config"] = WorkerDeploymentConfig(
+                version=WorkerDeploymentVersion(self.deployment_name, self.build_id),
+                use_worker_versioning=True,
+                default_versioning_behavior=VERSIONING_BEHAVIORS[self.versioning_behavior],
+            )
+        elif self.build_id:
+            options["build_id"] = self.build_id  # recorded in history, no routing
+        return options
+
+    def describe(self) -> str:
+        text = (f"cache {self.max_cached_workflows} sessions, {self.max_concurrent_activities} activities, "
+                f"sticky timeout {self.sticky_timeout_seconds:g} s, graceful shutdown {self.graceful_shutdown_seconds:g} s")
+        if self.build_id:
+            text += f", build {self.build_id}"
+        if self.deployment_name:
+            text += f" of deployment {self.deployment_name} ({self.versioning_behavior})"
+        return text
+
+
+# What build_worker runs with when given no tuning (in-process workers: tests, the demo).
+# The tests' every-task-replays tier replaces it with a cache of 0 (tests/conftest.py).
+DEFAULT_TUNING = WorkerTuning()
+
+
+def session_activities(model: ModelActivities, tools: ToolActivities, notify: NotifyActivities,
+                       environment: SessionEnvironment) -> list[Callable[..., Any]]:
+    """Every activity of workflows/contract.py's ACTIVITIES, by method reference (each declares
+    its contract name); tests/unit/test_contract.py checks that the two name the same set."""
+    return [model.call_model, tools.run_tool, notify.notify, unknown_tools, catalog_verdicts, judge_calls,
+            environment.session_environment, environment.session_facts, keep_transcript_index]
+
+
+def build_worker(
+    client: Client,
+    task_queue: str,
+    backend: ModelBackend,
+    workspace: Path,
+    notify_url: str | None = None,
+    tools: ToolActivities | None = None,
+    tuning: WorkerTuning | None = None,
+) -> Worker:
+    workspace.mkdir(parents=True, exist_ok=True)
+    compile_once(["workflows"])  # the sandbox runs them afresh per session: compiled once (hitl/bytecode.py)
+    model, notify = ModelActivities(observed(backend), client), NotifyActivities(workspace, notify_url)
+    environment = SessionEnvironment(client)
+    tools = tools or ToolActivities(workspace)
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentWorkflow],
+        activities=session_activities(model, tools, notify, environment),
+        workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX),
+        # A signal or Update sent with no or several arguments; the Updates validators refuse, counted.
+        interceptors=[OneArgument(), SessionMetrics()],
+        # A rejected Update is answered with the request it rejects; the worker's own
+        # size check would turn a caller's oversized Update into a task that fails for
+        # ever. The server still refuses anything it would store over its limits.
+        disable_payload_error_limit=True,
+        **(tuning or DEFAULT_TUNING).worker_options(),
+    )
+
+
+def describe_policy(policy: OperatorPolicy | None) -> str:
+    if policy is None:
+        return "none (HITL_POLICY is not set): the tools' own settings are the floor"
+    return (f"{os.environ['HITL_POLICY']}: {len(policy.tools)} tool rules, {len(policy.groups)} groups, "
+            f"sessions verified {policy.sessions.verified}; read again for every call judged")
+
+
+def load_tool_modules() -> list[str]:
+    """Modules named in HITL_TOOL_MODULES register their @tool functions on import."""
+    names = [name.strip() for name in os.environ.get("HITL_TOOL_MODULES", "").split(",") if name.strip()]
+    for name in names:
+        importlib.import_module(name)
+    return names
+
+
+async def connect_with_patience(settings: Settings, attempts: int = 30) -> Client:
+    """The server may still be starting (docker compose starts both at once)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return await connect(settings)
+        except RuntimeError as error:
+            if attempt == attempts:
+                raise
+            print(f"worker: cannot reach {settings.address} yet ({error}); retrying", file=sys.stderr)
+            await asyncio.sleep(2)
+    raise AssertionError("unreachable")
+
+
+async def pollers(client: Client, task_queue: str) -> set[str]:
+    """Identities of the workers polling a task queue for workflow tasks now, as configured
+    (without the workspace each names: activities/workspace_identity.py)."""
+    answer = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+        namespace=client.namespace, task_queue=TaskQueue(name=task_queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    ))
+    return {without_workspace(poller.identity) for poller in answer.pollers}
+
+
+async def health_check() -> int:
+    """`python worker.py --check`: 0 when a worker of this host (container) polls its task queue.
+
+    The SDK's default identity is `<pid>@<hostname>`; HITL_WORKER_IDENTITY replaces it.
+    """
+    settings = Settings.from_env()
+    identity = WorkerTuning.from_env().identity
+    polling = await pollers(await connect(settings), settings.task_queue)
+    here = [name for name in polling if name == identity or name.endswith(f"@{socket.gethostname()}")]
+    print(f"worker: polling {settings.task_queue}: {', '.join(here) or 'no worker of this host'}")
+    return 0 if here else 1
+
+
+async def main() -> None:
+    make_undumpable()  # its environment holds the keys: not readable through /proc by its own user's other processes
+    quiet_expected_failures()
+    settings = Settings.from_env()
+    extra = load_tool_modules()
+    backend = backend_from_env(settings)
+    tuning = WorkerTuning.from_env()
+    try:
+        mcp = toolbox_from_env()  # a malformed HITL_MCP_CONFIG stops the worker here, with the reason
+        policy = policy_from_env()  # so does a malformed HITL_POLICY
+    except (McpConfigError, PolicyError) as error:
+        raise SystemExit(f"worker: {error}") from None
+    print(f"worker: operator policy: {describe_policy(policy)}")
+    try:
+        for line in telemetry.start("hitl-worker", "HITL_METRICS_PORT"):  # before the first client connects
+            print(f"worker: {line}")
+    except telemetry.TelemetryError as error:
+        raise SystemExit(f"worker: {error}") from None
+    client = await connect_with_patience(settings)
+    async with mcp:
+        await serve(client, settings, backend, tuning, extra, mcp)
+
+
+async def serve(client: Client, settings: Settings, backend: ModelBackend, tuning: WorkerTuning,
+                extra: list[str], mcp: McpToolbox) -> None:
+    settings.workspace.mkdir(parents=True, exist_ok=True)
+    workspace = await refuse_another_workspace(client, settings.task_queue, settings.workspace)
+    tuning = replace(tuning, identity=with_workspace(tuning.identity or client.identity, workspace))
+    worker = build_worker(client, settings.task_queue, backend, settings.workspace, settings.notify_url, tuning=tuning)
+    print(f"worker: {settings.address} namespace={settings.namespace} task_queue={settings.task_queue} "
+          f"({settings.secured})")
+    print(f"worker: identity {tuning.identity}; {tuning.describe()}")
+    print(f"worker: model: {backend.description}")
+    if warning := model_warning():
+        print(f"worker: {warning}", file=sys.stderr)
+    print(f"worker: workspace: {settings.workspace.resolve()}" + (f"; extra tools from {extra}" if extra else ""))
+    print(f"worker: notifications: {settings.notify_url or settings.workspace / 'notifications.jsonl'}")
+    for line in mcp.describe():
+        print(f"worker: MCP server {line}")
+    for line in mcp.warning_lines():
+        print(f"worker: warning: {line}")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with worker:
+        await stop.wait()
+        print("worker: shutting down", file=sys.stderr)
+
+
+def command_line(argv: list[str] | None = None) -> None:
+    """`python worker.py` (or the installed `hitl-worker`): poll until SIGINT/SIGTERM."""
+    parser = argparse.ArgumentParser(
+        prog=os.path.basename(sys.argv[0]) or "worker.py",
+        description="Run the agent workflow and its activities on HITL_TASK_QUEUE until SIGINT/SIGTERM "
+                    "(settings: docs/interface.md, 'Environment variables').")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 0 when a worker of this host polls the task queue (a container's health check)")
+    if parser.parse_args(sys.argv[1:] if argv is None else argv).check:
+        exit_now(asyncio.run(health_check()))
+    asyncio.run(main())
+    exit_now(0)

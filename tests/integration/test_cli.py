@@ -1,0 +1,145 @@
+"""Real clients: the `temporal` CLI alone, and `python starter.py`, against a running worker."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from hitl.devserver import temporal_binary
+from tests.support.sessions import Agent, eventually, settled
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def address(agent: Agent) -> str:
+    return agent.client.service_client.config.target_host
+
+
+async def temporal(agent: Agent, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [temporal_binary(), *args, "--address", address(agent), "--output", "json"]
+    return await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=60)
+
+
+async def starter(agent: Agent, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TEMPORAL_ADDRESS": address(agent), "HITL_TASK_QUEUE": agent.task_queue}
+    command = [sys.executable, str(ROOT / "starter.py"), *args]
+    return await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+
+
+def query_result(completed: subprocess.CompletedProcess[str]) -> Any:
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout)["queryResult"][0]
+
+
+async def test_the_temporal_cli_alone_drives_a_session(agent: Agent) -> None:
+    started = await temporal(
+        agent, "workflow", "start", "--type", "AgentWorkflow", "--task-queue", agent.task_queue,
+        "--workflow-id", "cli-1", "--input", '{"message": "please delete notes.txt"}',
+    )
+    assert started.returncode == 0, started.stderr
+
+    async def pending() -> list[dict[str, Any]]:
+        return query_result(await temporal(agent, "workflow", "query", "--workflow-id", "cli-1", "--name", "pending"))
+
+    [item] = await eventually(pending, lambda items: bool(items) and len(items) == 1)
+    assert item["tool"] == "delete_file" and item["args"] == {"path": "notes.txt"}
+
+    refused = await temporal(agent, "workflow", "update", "execute", "--workflow-id", "cli-1",
+                             "--name", "approve_update", "--input", '{"call_id": "nope"}')
+    assert refused.returncode != 0 and "unknown call_id 'nope'" in refused.stderr + refused.stdout
+
+    signalled = await temporal(agent, "workflow", "signal", "--workflow-id", "cli-1", "--name", "approve",
+                               "--input", '{"by": "cli-user"}')
+    assert signalled.returncode == 0, signalled.stderr
+
+    async def status() -> dict[str, Any]:
+        return query_result(await temporal(agent, "workflow", "query", "--workflow-id", "cli-1", "--name", "status"))
+
+    final = await eventually(status, lambda s: s["state"] == "idle")
+    assert final["last_answer"] == "Deleted notes.txt."
+    assert not (agent.workspace / "notes.txt").exists()
+
+
+async def test_starter_commands_cover_a_whole_session(agent: Agent) -> None:
+    started = await starter(agent, "--json", "start", "book me a flight to Beijing on 2026-12-24", "--session", "cli-2")
+    assert json.loads(started.stdout) == {"session_id": "cli-2"}, started.stderr
+
+    async def pending() -> list[dict[str, Any]]:
+        return json.loads((await starter(agent, "--json", "pending", "cli-2")).stdout)
+
+    [question] = await eventually(pending, lambda items: bool(items) and len(items) == 1)
+    assert question["question"] == "Which city are you departing from?"
+    answered = await starter(agent, "--json", "answer", "cli-2", "Shanghai", "--by", "ana")
+    assert json.loads(answered.stdout)["outcome"] == "answered"
+
+    [approval] = await eventually(pending, lambda items: bool(items) and len(items) == 1 and items[0]["kind"] == "approval")
+    bad = await starter(agent, "approve", "cli-2", "--args", '{"origin": "Shanghai"}')
+    assert bad.returncode == 2 and "edited args do not fit book_flight" in bad.stderr
+    edited = {"origin": "Shanghai", "destination": "Beijing", "date": "2026-12-25"}
+    approved = await starter(agent, "--json", "approve", "cli-2", "--call", approval["call_id"], "--args", json.dumps(edited))
+    assert json.loads(approved.stdout)["outcome"] == "edited", approved.stderr
+
+    status = await settled(agent.client.get_workflow_handle("cli-2"))
+    assert "2026-12-25" in status["last_answer"]
+    shown = await starter(agent, "status", "cli-2")
+    assert "state: idle" in shown.stdout
+    transcript = await starter(agent, "transcript", "cli-2")
+    assert "You: book me a flight" in transcript.stdout and "→ book_flight" in transcript.stdout
+
+    sent = await starter(agent, "send", "cli-2", "please delete notes.txt")
+    assert sent.returncode == 0, sent.stderr
+    await eventually(pending, lambda items: bool(items) and len(items) == 1 and items[0]["tool"] == "delete_file")
+    rejected = await starter(agent, "reject", "cli-2", "--reason", "keep it")
+    assert rejected.returncode == 0, rejected.stderr
+    cancelled = await starter(agent, "cancel", "cli-2", "--reason", "done")
+    assert cancelled.returncode == 0, cancelled.stderr
+    result = await agent.client.get_workflow_handle("cli-2").result()
+    assert result["reason"] == "cancelled: done"
+    audit = json.loads((await starter(agent, "--json", "audit", "cli-2")).stdout)
+    assert [e["event"] for e in audit if e["event"] in ("answered", "edited", "rejected")] == ["answered", "edited", "rejected"]
+
+
+async def test_the_chat_decides_and_reattaches(agent: Agent) -> None:
+    async def chat(*lines: str) -> str:
+        env = {**os.environ, "TEMPORAL_ADDRESS": address(agent), "HITL_TASK_QUEUE": agent.task_queue}
+        completed = await asyncio.to_thread(
+            subprocess.run, [sys.executable, str(ROOT / "starter.py"), "chat", "--session", "chat-1"],
+            input="".join(f"{line}\n" for line in lines), capture_output=True, text=True, timeout=60, env=env,
+        )
+        assert completed.returncode == 0, completed.stderr
+        return completed.stdout
+
+    first = await chat("please delete notes.txt", "r", "keep it", "book me a flight to Beijing on 2026-12-24")
+    assert "⚠ delete_file(path=\"notes.txt\") needs approval" in first
+    assert "Agent: I did not delete notes.txt, as you asked." in first
+    assert "? Which city are you departing from?" in first
+    assert "left session chat-1" in first  # stdin ended while the question waits
+
+    second = await chat("Shanghai", "e", "", "", "2026-12-25", "y", "/quit")
+    assert "reattached to session chat-1" in second
+    assert "Agent: Booked flight Shanghai -> Beijing on 2026-12-25" in second
+    assert (agent.workspace / "notes.txt").exists()
+
+
+async def test_the_chat_renders_a_form_field_by_field(openai_agent) -> None:
+    from tests.support.fake_openai import text, tool_calls
+
+    agent, fake = openai_agent
+    fields = [{"name": "origin", "type": "string", "description": "departure city"},
+              {"name": "class", "type": "enum", "choices": ["economy", "business"]}]
+    fake.script(tool_calls(("q1", "ask_user_question", {"question": "Trip details?", "fields": fields})), text("thanks"))
+    env = {**os.environ, "TEMPORAL_ADDRESS": address(agent), "HITL_TASK_QUEUE": agent.task_queue}
+    completed = await asyncio.to_thread(
+        subprocess.run, [sys.executable, str(ROOT / "starter.py"), "chat", "--session", "form-1"],
+        input="book a trip\nParis\nfirst\n/quit\n", capture_output=True, text=True, timeout=60, env=env,
+    )
+    assert "? Trip details?" in completed.stdout
+    assert "origin (string" in completed.stdout and "class (economy/business)" in completed.stdout
+    assert "refused: answer refused: class: 'first' is not one of ['economy', 'business']" in completed.stdout
+    [item] = await agent.client.get_workflow_handle("form-1").query("pending")
+    assert item["fields"][1]["choices"] == ["economy", "business"]

@@ -1,0 +1,44 @@
+"""Every task replays: sessions on a worker that keeps no session in its cache.
+
+With a cache of 0 each workflow task replays the session's whole history, as it does after
+an eviction or on another worker. A session must give the same results that way and never
+fail a task: operators alert on failed workflow tasks. The CI runs chosen scenario files
+this way too (`HITL_TEST_WORKFLOW_CACHE_SIZE=0`, see .ci/run and tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from temporalio.service import RPCError
+from temporalio.testing import WorkflowEnvironment
+
+from activities.offline_model import OfflineModel
+from tests.support.sessions import Agent, failed_workflow_tasks, pending_items
+from hitl.worker import WorkerTuning, build_worker
+
+REPLAYING = WorkerTuning(max_cached_workflows=0)
+
+
+async def test_a_session_cancelled_then_approved_at_once_closes_without_a_failed_task(
+    env: WorkflowEnvironment, workspace: Path
+) -> None:
+    """`approve` right after `cancel`, back to back as one client sends them: the task that closed
+    the session met the approve signal that had arrived meanwhile (UNHANDLED_COMMAND), 2 runs in 3."""
+    task_queue = f"hitl-replaying-{uuid.uuid4().hex[:8]}"
+    async with build_worker(env.client, task_queue, OfflineModel(), workspace, tuning=REPLAYING):
+        agent = Agent(env.client, task_queue, workspace)
+        sessions = [await agent.start("please delete notes.txt") for _ in range(3)]
+        items = [(await pending_items(session))[0] for session in sessions]
+        for session, item in zip(sessions, items):
+            await session.signal("cancel", {"reason": "stop"})
+            try:
+                await session.signal("approve", {"call_id": item["call_id"]})
+            except RPCError as error:  # closed already: then nothing can be approved anyway
+                assert "already completed" in error.message, error
+        summaries = [await session.result() for session in sessions]
+
+    assert [summary.reason for summary in summaries] == ["cancelled: stop"] * len(sessions)
+    assert (workspace / "notes.txt").exists(), "an approve after cancel ran the tool"
+    assert await failed_workflow_tasks(env.client, f"TaskQueue = '{task_queue}'") == []

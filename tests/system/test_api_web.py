@@ -1,0 +1,248 @@
+"""The web inbox in a real headless Chromium (Debian's chromium and chromium-driver, which
+.ci/run installs): sign in with a token, see the pause and what a person needs to decide it
+(who asked and whether that is verified, their message, why a person is needed, the deadline
+as "in 23 h"), approve with an edited argument after seeing the diff, and see the tool's result
+arrive through the live event stream without reloading the page.
+
+The screenshots in docs/ (the README's) are taken by these tests every time they run, so they
+show the page as it is; `git diff docs/*.png` after a run shows what changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from tests.support.api_server import Api, api, scripted_api, signing_key, token_of  # noqa: F401  (fixtures)
+from tests.support.sessions import eventually
+from tests.support.fake_openai import FakeOpenAI, completion, text, tool_calls
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER),
+    reason="needs Debian's chromium and chromium-driver (`apt-get install chromium chromium-driver`; .ci/run installs them)",
+)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,860"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+async def until(browser: Any, probe: Callable[[Any], Any], timeout: float = 30) -> Any:
+    """Wait (without blocking the loop the API serves from) until `probe(browser)` is truthy."""
+    from selenium.common.exceptions import WebDriverException
+
+    def look() -> Any:
+        try:
+            return probe(browser)
+        except WebDriverException:
+            return None
+
+    return await eventually(lambda: asyncio.to_thread(look), bool, timeout=timeout, every=0.1)
+
+
+def find(selector: str) -> Callable[[Any], Any]:
+    from selenium.webdriver.common.by import By
+
+    return lambda browser: browser.find_elements(By.CSS_SELECTOR, selector)
+
+
+def click(selector: str) -> Callable[[Any], bool]:
+    """Find and click in one go (the inbox list is redrawn every few seconds)."""
+    def probe(browser: Any) -> bool:
+        found = find(selector)(browser)
+        if len(found) != 1:
+            return False
+        found[0].click()
+        return True
+    return probe
+
+
+async def screenshot(browser: Any, name: str) -> None:
+    """docs/<name>.png, of the page as it is now: the README shows these, so they never go stale."""
+    assert await asyncio.to_thread(browser.save_screenshot, str(DOCS / name))
+
+
+def text_of(selector: str) -> Callable[[Any], str]:
+    return lambda browser: " ".join(e.text for e in find(selector)(browser))
+
+
+async def sign_in(browser: Any, api: Api, person: str) -> None:
+    await asyncio.to_thread(browser.get, api.base + "/")
+    [token_field] = await until(browser, find("#token"))
+    await asyncio.to_thread(token_field.send_keys, token_of(person) + "\n")
+    await until(browser, lambda b: b.find_element("id", "who").text == f"signed in as {person}")
+
+
+async def test_before_signing_in_only_the_sign_in_form_shows(api: Api, browser: Any) -> None:
+    await asyncio.to_thread(browser.get, api.base + "/")
+    [form] = await until(browser, find("#sign-in"))
+    assert form.is_displayed()
+    [waiting] = find("#main")(browser)
+    assert not waiting.is_displayed(), "an empty 'Waiting for you' card shows before anyone signed in"
+    assert "Waiting for you" not in browser.find_element("tag name", "body").text
+
+
+async def test_approve_with_an_edited_argument_and_see_the_result_arrive_live(api: Api, browser: Any) -> None:
+    (api.agent.workspace / "draft.txt").write_text("an old draft\n")
+    # ana's sessions, bob one of their participants: he may decide
+    waiting = await api.start("ana", "book a flight to Beijing", participants=["bob"])  # stays in bob's inbox: a question
+    started = await api.start("ana", "please delete notes.txt <b>not bold</b>", participants=["bob"])
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+
+    await asyncio.to_thread(browser.get, api.base + "/")
+    [token_field] = await until(browser, find("#token"))
+    await asyncio.to_thread(token_field.send_keys, token_of("bob") + "\n")
+    await until(browser, lambda b: b.find_element("id", "who").text == "signed in as bob")
+    await until(browser, lambda b: "delete_file" in find(f'button.item[data-session="{session}"]')(b)[0].text)
+    await until(browser, find(f'button.item[data-session="{waiting["session_id"]}"]'))
+    await until(browser, click(f'button.item[data-session="{session}"]'))
+
+    card = f'.pending-item[data-call="{call}"]'
+    [path] = await until(browser, find(f'{card} input[data-arg="path"]'))
+    assert path.get_attribute("value") == "notes.txt"
+    # The card says who asked, whether that is proven, and how long there is.
+    assert text_of(f"{card} [data-role=asked-by]")(browser).startswith("ana")
+    assert "verified" in text_of(f"{card} [data-role=asked-by]")(browser).lower()
+    assert text_of(f"{card} [data-role=deadline]")(browser) == "in 23 h"
+    row = text_of(f'button.item[data-session="{session}"]')(browser).lower()
+    assert "asked by ana" in row and "verified" in row and "due in 23 h" in row, row
+    await until(browser, lambda b: "live" in b.find_element("id", "stream-state").text)
+    await asyncio.to_thread(browser.execute_script, "window.notReloaded = true")
+    await asyncio.to_thread(path.clear)
+    await asyncio.to_thread(path.send_keys, "draft.txt")
+    # The edit shows as a diff against the model's arguments, and runs only once confirmed.
+    diff = await until(browser, text_of(f"{card} [data-role=diff]"))
+    assert 'path: "notes.txt" → "draft.txt"' in diff, diff
+    await until(browser, click(f"{card} button.approve:not(.confirm-edit)"))
+    [confirm] = await until(browser, lambda b: [e for e in find(f"{card} button.confirm-edit")(b) if e.is_displayed()])
+    await screenshot(browser, "web-inbox.png")  # the pause, its edited argument and the diff, the live events
+    assert (api.agent.workspace / "draft.txt").exists(), "an edited approval ran before it was confirmed"
+    await asyncio.to_thread(confirm.click)
+
+    [result] = await until(browser, lambda b: [e for e in find('#events li[data-type="tool_result"]')(b) if "draft.txt" in e.text])
+    assert "Deleted" in result.text or "deleted" in result.text
+    await until(browser, find('#events li[data-type="answer"]'))
+    assert await asyncio.to_thread(browser.execute_script, "return window.notReloaded === true")
+    assert not (api.agent.workspace / "draft.txt").exists()
+    assert (api.agent.workspace / "notes.txt").exists()
+    assert browser.find_elements("css selector", "b") == []  # the model's text stayed text
+
+    await asyncio.to_thread(browser.find_element("id", "show-transcript").click)
+    await until(browser, lambda b: "please delete notes.txt <b>not bold</b>" in b.find_element("id", "transcript").text)
+
+    # The other session waits on a question: its answer box says what to type.
+    await until(browser, click(f'button.item[data-session="{waiting["session_id"]}"]'))
+    [free] = await until(browser, find(".pending-item.question input.free-answer"))
+    assert "answer" in free.get_attribute("placeholder").lower()
+
+
+async def test_the_card_shows_what_the_model_said_and_an_edit_as_a_diff(scripted_api: tuple[Api, FakeOpenAI], browser: Any) -> None:
+    api, fake = scripted_api
+    email = {"to": "ana@example.com", "subject": "lunch", "body": "See you at noon."}
+    fake.script(completion({"role": "assistant", "content": "I will send Ana the lunch note now.", "tool_calls": [
+        {"id": "e1", "type": "function", "function": {"name": "send_email", "arguments": json.dumps(email)}}]}),
+        text("sent"))
+    session = (await api.start("ana", "tell ana lunch is at noon", approval_timeout_seconds=300,
+                               participants=["bob"]))["session_id"]
+    await sign_in(browser, api, "bob")
+    await until(browser, click(f'button.item[data-session="{session}"]'))
+    card = '.pending-item[data-call="e1"]'
+    await until(browser, find(f"{card} [data-role=model-text]"))
+    assert text_of(f"{card} [data-role=led-by]")(browser) == "tell ana lunch is at noon"
+    assert text_of(f"{card} [data-role=model-text]")(browser) == "I will send Ana the lunch note now."
+    assert text_of(f"{card} [data-role=description]")(browser), "the tool's description"
+    assert text_of(f"{card} [data-role=because]")(browser), "why a person is needed"
+    assert text_of(f"{card} [data-role=deadline]")(browser) == "in 4 min"
+    assert find(f"{card} [data-role=remember]")(browser), "remembering is allowed here: the card offers it"
+    [body] = find(f'{card} [data-arg="body"]')(browser)
+    await asyncio.to_thread(body.clear)
+    await asyncio.to_thread(body.send_keys, "See you at one.")
+    diff = await until(browser, text_of(f"{card} [data-role=diff]"))
+    assert 'body: "See you at noon." → "See you at one."' in diff and "subject" not in diff, diff
+    await until(browser, click(f"{card} button.approve:not(.confirm-edit)"))
+    [confirm] = await until(browser, lambda b: [e for e in find(f"{card} button.confirm-edit")(b) if e.is_displayed()])
+    await screenshot(browser, "web-card.png")
+    await asyncio.to_thread(confirm.click)
+    await until(browser, lambda b: [e for e in find('#events li[data-type="pause_settled"]')(b) if "edited by bob" in e.text])
+    async with api.as_("bob") as bob:
+        audit = (await bob.get(f"/sessions/{session}/audit")).json()
+    assert any(event["event"] == "edited" and event["by"] == "bob" for event in audit), audit
+
+
+async def test_a_form_and_a_choice_are_answered_from_the_page(scripted_api: tuple[Api, FakeOpenAI], browser: Any) -> None:
+    api, fake = scripted_api
+    form = [{"name": "origin", "type": "string", "description": "departure city"},
+            {"name": "class", "type": "enum", "choices": ["economy", "business"]},
+            {"name": "bags", "type": "integer", "required": False},
+            {"name": "date", "type": "date", "required": False}]
+    fake.script(
+        tool_calls(("q1", "ask_user_question", {"question": "Trip details?", "fields": form})),
+        tool_calls(("q2", "ask_user_question", {"question": "Window or aisle?", "choices": ["window", "aisle"]})),
+        text("booked"),
+    )
+    session = (await api.start("carol", "book a trip"))["session_id"]
+
+    await asyncio.to_thread(browser.get, api.base + "/")
+    [token_field] = await until(browser, find("#token"))
+    await asyncio.to_thread(token_field.send_keys, token_of("carol") + "\n")
+    await until(browser, click(f'button.item[data-session="{session}"]'))
+    [origin] = await until(browser, find('.pending-item[data-call="q1"] [data-field="origin"]'))
+    # Each field says its type: a date is a date input, so "next friday" cannot be typed as one.
+    types = [e.text for e in find('.pending-item[data-call="q1"] [data-role=field-type]')(browser)]
+    assert types == ["string", "one of", "integer", "date"], types
+    [when] = find('.pending-item[data-call="q1"] [data-field="date"]')(browser)
+    assert when.get_attribute("type") == "date"
+    await screenshot(browser, "web-form.png")
+    await asyncio.to_thread(origin.send_keys, "Paris")
+    [travel_class] = find('.pending-item[data-call="q1"] select[data-field="class"]')(browser)
+    await asyncio.to_thread(travel_class.send_keys, "business")
+    [bags] = find('.pending-item[data-call="q1"] [data-field="bags"]')(browser)
+    await asyncio.to_thread(bags.send_keys, "2")
+    await until(browser, click('.pending-item[data-call="q1"] button.answer'))
+
+    await until(browser, click('.pending-item[data-call="q2"] button.choice[data-choice="aisle"]'))
+    await until(browser, lambda b: [e for e in find('#events li[data-type="answer"]')(b) if "booked" in e.text])
+    async with api.as_("carol") as carol:
+        transcript = (await carol.get(f"/sessions/{session}/transcript")).json()
+    results = [message["content"] for message in transcript if message["role"] == "tool"]
+    assert '"origin": "Paris"' in results[0] and '"class": "business"' in results[0] and '"bags": 2' in results[0]
+    assert "aisle" in results[1]
+
+
+async def test_a_result_is_reviewed_and_replaced_from_the_page(api: Api, browser: Any) -> None:
+    session = (await api.start("bob", "draft an email to bob@example.com about lunch saying see you at noon"))["session_id"]
+    await asyncio.to_thread(browser.get, api.base + "/")
+    [token_field] = await until(browser, find("#token"))
+    await asyncio.to_thread(token_field.send_keys, token_of("bob") + "\n")
+    await until(browser, click(f'button.item[data-session="{session}"]'))
+    [result] = await until(browser, find(".pending-item.review textarea.result"))
+    assert "bob@example.com" in result.get_attribute("value")
+    await asyncio.to_thread(result.clear)
+    await asyncio.to_thread(result.send_keys, "Draft withheld: lunch moved to 1pm.")
+    await until(browser, click(".pending-item.review button.approve"))
+    await until(browser, lambda b: find('#events li[data-type="pause_settled"]')(b)
+                and "edited by bob" in find('#events li[data-type="pause_settled"]')(b)[0].text)
+    await until(browser, find('#events li[data-type="answer"]'))
+    async with api.as_("bob") as bob:
+        transcript = (await bob.get(f"/sessions/{session}/transcript")).json()
+    [reviewed] = [message["content"] for message in transcript if message["role"] == "tool"]
+    assert "A person (bob) edited this result" in reviewed and "lunch moved to 1pm" in reviewed

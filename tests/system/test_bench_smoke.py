@@ -1,0 +1,56 @@
+"""The benchmarks at tiny sizes: they run, and they say what they must.
+
+Structural facts only, never timings (this machine is shared): a row for each
+design and size, every turn reached its last step, the history is summed over
+the session's runs, and at 20 steps the product stores less per step than the
+raw floor, whose every model call re-sends the whole conversation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from bench import throughput
+from bench.history import compare_long_turns, overheads_by_design, table
+
+SIZES = (5, 20)
+TEXT_BYTES = 5_000
+
+
+async def test_the_long_turn_table_has_every_row_and_the_product_stores_less_per_step_than_the_raw_floor(
+    env: WorkflowEnvironment, workspace: Path,
+) -> None:
+    turns = await compare_long_turns(env.client, workspace, SIZES, TEXT_BYTES)
+
+    by_row = {(turn.design, turn.steps): turn for turn in turns}
+    assert sorted(by_row) == [("product", 5), ("product", 20), ("raw floor", 5), ("raw floor", 20)]
+    for turn in turns:
+        assert turn.reached == turn.steps, f"{turn.design} stopped at step {turn.reached} of {turn.steps}: {turn.outcome}"
+        assert turn.outcome in ("idle", "completed")
+        assert turn.runs >= 1 and turn.events > 0
+        assert turn.new_content_bytes > (turn.steps - 1) * TEXT_BYTES, "the model's text is part of what is new"
+    assert by_row[("product", 20)].bytes_per_step < by_row[("raw floor", 20)].bytes_per_step
+
+    overheads = overheads_by_design(turns, SIZES)
+    assert all(overheads[design][step] is not None for design in ("product", "raw floor") for step in SIZES)
+    printed = table(turns, TEXT_BYTES).splitlines()
+    assert sum(line.startswith(("product ", "raw floor ")) for line in printed) == 4
+
+
+# its own dev server and a worker process per design
+async def test_the_throughput_table_has_both_designs_and_every_session_finished() -> None:
+    phases = await throughput.run(sessions=2, tool_steps=2, rounds=1)
+
+    assert [phase.design for phase in phases] == ["product", "floor"]
+    for phase in phases:
+        assert phase.finished == phase.sessions, f"{phase.design}: {phase.finished} of {phase.sessions} turns ended"
+        assert phase.events["activity_task_scheduled"] == phase.sessions * (2 * phase.tool_steps + 1)
+        assert phase.worker_cpu > 0 and phase.server_cpu > 0, "CPU time read from /proc"
+        assert phase.requests["RespondActivityTaskCompleted"] > 0, "the server's counters were read"
+        assert len(phase.overheads) == phase.sessions * phase.tool_steps, "every step's overhead, from the worker"
+    printed = throughput.table(phases, "0 0 0").splitlines()
+    assert printed[2].startswith("product ") and printed[3].startswith("floor ")
+    assert "(x" in printed[2], "the product is given as a ratio to the floor"

@@ -1,0 +1,92 @@
+"""docs/interface.md says what the code does: its tables are read here and compared with the code.
+
+Signals, Updates and queries with workflows/contract.py, the session's input keys with its input
+model, the HTTP routes with the FastAPI app's, and the environment variables with every
+`HITL_*`, `TEMPORAL_*` and `OPENAI_*` name in the product's source, each both ways: a name the
+code gains and the page lacks fails here, and so does one the page keeps after the code dropped it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hitl.api.app import create_app
+from workflows import contract
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = (ROOT / "docs" / "interface.md").read_text()
+SOURCES = ("hitl", "activities", "workflows", "worker.py", "starter.py")
+VARIABLE = re.compile(r"\b(?:HITL|TEMPORAL|OPENAI)_[A-Z0-9_]*(?:[A-Z0-9]\b|_\*)")
+ROUTE = re.compile(r"`(GET|POST|PUT|PATCH|DELETE) (/[^`\s]*)`")
+NAME = re.compile(r"`([a-z_][a-z0-9_]*)`")
+
+
+def table_after(marker: str) -> list[list[str]]:
+    """The cells of the first markdown table after the line holding `marker` (header and rule left out)."""
+    lines = DOC.splitlines()
+    start = next(index for index, line in enumerate(lines) if marker in line)
+    rows: list[list[str]] = []
+    for line in lines[start + 1:]:
+        if line.startswith("|"):
+            rows.append([cell.strip() for cell in line.strip().strip("|").split(" | ")])
+        elif rows:
+            break
+    return [row for row in rows[2:]]
+
+
+def names_in(cell: str) -> list[str]:
+    return NAME.findall(cell)
+
+
+def test_the_signals_and_their_updates_are_the_contracts() -> None:
+    rows = table_after("**Signals and their Updates.**")
+    assert {(row[0], row[1]) for row in rows} == {
+        (f"`{entry.signal.name}`", f"`{entry.update.name}`") for entry in contract.INBOUND.values()
+    }
+    others = {update.name for update in contract.UPDATES} - {entry.update.name for entry in contract.INBOUND.values()}
+    for name in others:
+        assert f"`{name}`" in DOC, f"the Update {name} is not described in docs/interface.md"
+
+
+def test_the_queries_are_the_contracts() -> None:
+    documented = {name for row in table_after("**Queries**") for name in names_in(row[0])}
+    assert documented == {query.name for query in contract.QUERIES}
+
+
+def test_the_input_keys_are_the_input_models() -> None:
+    documented = {name for row in table_after("**Input**") for name in names_in(row[0])}
+    assert documented == set(contract.START_INPUT.model_fields)
+
+
+def app_routes() -> set[tuple[str, str]]:
+    """Every route the API offers (its OpenAPI document: the web page's own `/` and files aside),
+    with path parameters written as the page writes them."""
+    paths = create_app(policy=None).openapi()["paths"]
+    return {(method.upper(), path.replace("{session_id}", "{id}"))
+            for path, operations in paths.items() for method in operations}
+
+
+def test_the_http_routes_are_the_apps() -> None:
+    documented = set(ROUTE.findall(DOC)) - {("GET", "/")}
+    assert documented == app_routes()
+
+
+def source_variables() -> set[str]:
+    found: set[str] = set()
+    for name in SOURCES:
+        path = ROOT / name
+        for file in [path] if path.is_file() else path.rglob("*.py"):
+            found.update(VARIABLE.findall(file.read_text()))
+    return found
+
+
+def test_every_variable_the_code_reads_is_documented_and_no_other() -> None:
+    assert set(VARIABLE.findall(DOC)) == source_variables()
+
+
+def test_the_checks_read_what_they_should() -> None:
+    """The readers find something: an empty table would make every comparison above vacuous."""
+    assert len(table_after("**Input**")) > 15 and len(table_after("**Queries**")) >= 8
+    assert ("POST", "/sessions") in app_routes() and "HITL_TASK_QUEUE" in source_variables()
+    assert VARIABLE.findall("`TEMPORAL_TLS_*` and HITL_API_PORT, not HITL_") == ["TEMPORAL_TLS_*", "HITL_API_PORT"]

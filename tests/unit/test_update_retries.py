@@ -1,0 +1,67 @@
+"""A client sends an Update again, with the same id, while the session says it was not applied.
+
+The session refuses every Update with the code `busy` for the moment a local activity's result
+is on its way or the run hands over (workflows/inbound.py, refuse_while_busy). Such a refusal
+applied nothing, so hitl/client/updates.py sends it again; any other refusal is the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+
+from hitl.client import updates
+from hitl.client.refusals import code_of
+from workflows.contract import APPROVE
+
+
+def refusal(code: str) -> WorkflowUpdateFailedError:
+    return WorkflowUpdateFailedError(ApplicationError("why", code, type="Refusal", non_retryable=True))
+
+
+class Session:
+    """Refuses with the given codes, in order, then accepts; records the Update ids it was sent."""
+
+    def __init__(self, *codes: str) -> None:
+        self.codes = list(codes)
+        self.ids: list[str] = []
+
+    async def execute_update(self, name: str, payload: Any, *, id: str, result_type: Any = None) -> Any:
+        self.ids.append(id)
+        if self.codes:
+            raise refusal(self.codes.pop(0))
+        return {"accepted": True}
+
+
+@pytest.fixture(autouse=True)
+def no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(updates, "FIRST_DELAY_SECONDS", 0.0)
+
+
+def test_the_refusal_carries_its_code() -> None:
+    assert code_of(refusal("busy")) == "busy"
+
+
+def test_a_busy_refusal_is_sent_again_with_the_same_id_until_taken() -> None:
+    session = Session("busy", "busy")
+    answer = asyncio.run(updates.execute_update_retrying(session, APPROVE.update, {"call_id": "c1"}))  # type: ignore[arg-type]
+    assert answer == {"accepted": True}
+    assert len(session.ids) == 3 and len(set(session.ids)) == 1
+
+
+def test_any_other_refusal_is_the_answer_at_once() -> None:
+    session = Session("forbidden")
+    with pytest.raises(WorkflowUpdateFailedError):
+        asyncio.run(updates.execute_update_retrying(session, APPROVE.update, {"call_id": "c1"}))  # type: ignore[arg-type]
+    assert len(session.ids) == 1
+
+
+def test_a_session_busy_for_longer_than_the_attempts_gets_its_refusal_back() -> None:
+    session = Session(*["busy"] * updates.ATTEMPTS)
+    with pytest.raises(WorkflowUpdateFailedError) as failed:
+        asyncio.run(updates.execute_update_retrying(session, APPROVE.update, {"call_id": "c1"}))  # type: ignore[arg-type]
+    assert code_of(failed.value) == "busy" and len(session.ids) == updates.ATTEMPTS

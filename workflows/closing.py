@@ -1,0 +1,48 @@
+"""How a session ends: every open call settled, the transcript left well-formed, in-flight work finished.
+
+A session closes when it has been idle too long, when a person cancels it, or
+when Temporal cancels it; in each case what still waits is settled as
+cancelled and every unanswered call gets a result, so even a closed
+transcript is one a model could read.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+
+# After a person's cancel the session closes this much later, from its own timer (see
+# let_in_flight_work_finish).
+CANCEL_GRACE = timedelta(seconds=1)
+
+
+class Closing:
+    """Mixed into AgentWorkflow: called when its loop ends, however it ends."""
+
+    async def let_in_flight_work_finish(self) -> None:
+        """Update handlers still replying, and notifications still being sent, finish before the
+        run ends. An activity that completes while the closing task is in flight makes Temporal
+        fail that task (UnhandledCommand), which aborts any Update it carried: a person's cancel
+        would come back as an error.
+
+        After a person's cancel the session closes a moment later, in a task its own timer
+        starts: what a client sends right after its cancel (an `approve`) arrives while the
+        cancel's task is in flight, and a closing completion that races a signal is failed by
+        the server (UNHANDLED_COMMAND) and retried, a failed task operators are paged for.
+        Arriving first, the signal is refused and audited like any other."""
+        if self.run_state.cancel_reason is not None and self.behaviours.closes_after_a_cancel_grace():
+            await workflow.sleep(CANCEL_GRACE)
+        if self.behaviours.closes_after_notifications():
+            await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
+        else:
+            await workflow.wait_condition(workflow.all_handlers_finished)
+
+    def close(self, reason: str) -> None:
+        """Settle whatever is still open, so even a closed transcript is well-formed."""
+        why = f"The session closed ({reason}) before this call was settled"
+        self.settle_all("cancelled", why)
+        for call_id in self.conversation.unanswered_call_ids():
+            self.add_tool_result(call_id, f"{why}; the tool did not run.")
+        self.closed_reason = reason
+        self.set_state("closed")

@@ -1,0 +1,99 @@
+"""When a run hands over to the next (continue-as-new), and how; what crosses is workflows/handover.py.
+
+A session hands over between turns, at a step boundary inside a long turn, or
+while it waits for people: wherever it is, once its history outgrows its
+budget. Handlers and notifications still in flight finish first, and a state
+too big to carry next to what waits for people waits for those pauses instead.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+
+from workflows.contract import KEEP_TRANSCRIPT_INDEX
+from workflows.events import EventLog
+from workflows.handover import DECIDED_KEPT, HISTORY_BYTES_LIMIT, RunState, newest, shrink_to_fit
+from workflows.transcript_index import transcript_index
+
+
+class Continuing:
+    """Mixed into AgentWorkflow: the loop asks `hand_over_if_long` at its boundaries; __init__ calls `resume`."""
+
+    def history_is_long(self) -> bool:
+        """Time to continue as new: past the session's event budget or HISTORY_BYTES_LIMIT.
+
+        Sessions that hand over anywhere follow their own budgets rather than
+        the server's early suggestion (about 4 MB): each hand-over carries the
+        model's recent view, so fewer, larger runs store less in all.
+        """
+        info = workflow.info()
+        if info.get_current_history_length() >= self.config.continue_as_new_after_events:
+            return True
+        if self.hands_over_anywhere:
+            return info.get_current_history_size() >= HISTORY_BYTES_LIMIT
+        return info.is_continue_as_new_suggested()
+
+    def should_hand_over(self) -> bool:
+        """Wake a wait to hand over (only sessions that may hand over anywhere)."""
+        return self.hands_over_anywhere and not self.hand_over_blocked and self.history_is_long()
+
+    async def hand_over_if_long(self) -> None:
+        if self.should_hand_over():
+            await self.hand_over()
+
+    async def hand_over(self) -> None:
+        """Continue as new with everything the next run needs; raises ContinueAsNewError.
+
+        Handlers and notifications still in flight finish first: Temporal
+        drops an activity's result once its run has ended.
+        """
+        self.handing_over = True  # Updates waiting for the session to settle answer now
+        await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
+        carried = shrink_to_fit(self.carry(), self.conversation)
+        if carried is not None and self.behaviours.indexes_transcript():
+            await self.keep_transcript_index()
+            # Signals that came meanwhile are in the state now: carry that, not the state before.
+            await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
+            carried = shrink_to_fit(self.carry(), self.conversation)
+        if carried is None:
+            workflow.logger.warning("too much waits for people to hand over now; trying again once it settles")
+            self.hand_over_blocked = True
+            self.handing_over = False
+            return
+        workflow.continue_as_new(self.config.model_copy(update={"carried": carried.model_dump(mode="json")}))
+
+    async def keep_transcript_index(self) -> None:
+        """This run's transcript by reference, recorded once in its history, so that it can be read
+        back without a replay once the run has ended (workflows/transcript_index.py)."""
+        index = transcript_index(self.run_state.first_message_index, self.conversation.messages)
+        if index is not None:
+            await self.local_activity(
+                KEEP_TRANSCRIPT_INDEX.name, index, result_type=dict, start_to_close_timeout=timedelta(seconds=30),
+                summary="the transcript index of this run",
+            )
+
+    def carry(self) -> RunState:
+        pauses = self.run_state.pauses
+        pauses.decided = dict(newest(list(pauses.decided.items()), DECIDED_KEPT))
+        return self.run_state.for_next_run(workflow.now())
+
+    def resume(self, carried: RunState) -> None:
+        """Take over the state the previous run handed over, its messages appended one by one so
+        the conversation's invariant and the hash chain hold for them as for any other."""
+        messages, carried.messages = carried.messages, []
+        if carried.events is None:
+            carried.events = EventLog()
+        if carried.verifier is None:
+            carried.verifier = self.run_state.verifier
+        self.run_state = carried
+        for message in messages:
+            self.append(message)
+        self.settled_event = carried.events.last_id
+        if carried.pauses.is_waiting():
+            self.state = "awaiting_human"
+        elif carried.in_turn or carried.inbox:
+            self.state = "running"
+        else:
+            self.state = "idle"

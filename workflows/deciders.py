@@ -1,0 +1,87 @@
+"""Who may decide an open call: the one rule the workflow, the API and the inboxes all call.
+
+The workflow refuses a decision with it (workflows/pauses.py: the last word), the API refuses
+the request before it reaches the session (hitl/api/access.py), and both inboxes show a person
+only the calls that wait for them (hitl/client/inbox.py, hitl/api/inbox.py). One function, so
+that what an inbox lists is what a decision would be allowed to do.
+
+- A call that names approvers is decided by them alone (a question names none).
+- A call that names nobody is decided by anyone the session knows of; a caller that knows who
+  belongs to the session (the API: owner, participants, operators) narrows that with `by_default`.
+- Under four eyes, whoever asked for the call may not approve it (they may still reject it).
+- An inbox also leaves out what the person already approved: one vote each.
+
+Pure: the workflow calls it in signal handlers and Update validators, so its reasons are the
+exact words recorded in existing histories.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Protocol
+
+from pydantic import BaseModel, ValidationError
+
+DEFAULT_DECIDERS = "the session's owner, participants and operators"
+
+
+class OpenCall(Protocol):
+    """What the rule reads of a pending call (workflows/pauses.py's PendingCall, an inbox row)."""
+
+    kind: str
+    tool: str
+    approvers: list[str] | None
+    four_eyes: bool
+    requested_by: str | None
+    approvals: list[str]
+
+
+class CallRules(BaseModel):
+    """An open call as a memo or the `pending` query gives it (a JSON object)."""
+
+    kind: str = "approval"
+    tool: str = "?"
+    approvers: list[str] | None = None
+    four_eyes: bool = False
+    requested_by: str | None = None
+    approvals: list[str] = []
+
+    @classmethod
+    def of(cls, item: dict[str, Any]) -> CallRules:
+        """A malformed item grants nobody anything: it names approvers, and none of them."""
+        try:
+            return cls.model_validate(item)
+        except ValidationError:
+            return cls(tool=str(item.get("tool", "?")), approvers=[])
+
+
+def refusal_to_decide(call: OpenCall, person: str | None, verb: str, *,
+                      expand: Callable[[Iterable[str]], set[str]] | None = None,
+                      by_default: Callable[[str], bool] | None = None) -> str | None:
+    """Why `person` may not `verb` (approve, reject, answer, claim) the open call; None when they may.
+
+    `expand` turns the approvers' @groups into people (the API's operator policy; the workflow
+    matches names as written). `by_default` says who decides a call that names no approvers;
+    without it, anyone does."""
+    named = call.approvers if call.kind != "question" else None
+    if named is not None:
+        if person is None:
+            return f"only {', '.join(named)} may decide {call.tool}; say who you are (by)"
+        if person not in (expand(named) if expand is not None else named):
+            return f"{person} may not decide {call.tool}; approvers: {', '.join(named)}"
+    elif by_default is not None and (person is None or not by_default(person)):
+        return f"{person or 'nobody named'} may not decide {call.tool}; approvers: {DEFAULT_DECIDERS}"
+    if verb == "approve" and call.four_eyes and call.kind != "question":
+        if person is None:
+            return "four-eyes rule: say who you are (by)"
+        if person == call.requested_by:
+            return f"four-eyes rule: {person} asked for this call and cannot approve it"
+    return None
+
+
+def waits_for(call: OpenCall, person: str, *,
+              expand: Callable[[Iterable[str]], set[str]] | None = None,
+              by_default: Callable[[str], bool] | None = None) -> bool:
+    """Whether the call waits for `person`'s decision, as an inbox lists it: they may approve it
+    (or answer it) and have not already given their vote."""
+    return (refusal_to_decide(call, person, "approve", expand=expand, by_default=by_default) is None
+            and person not in call.approvals)

@@ -1,0 +1,242 @@
+"""What callers send, decided: decoding, the one rule book per verb, and refusals that are recorded.
+
+Nothing a caller sends may fail a workflow task. A signal that is refused is
+recorded (status, audit, events) and changes nothing; an Update's validator
+raises the same refusal before anything is recorded; what reaches an Update's
+handler and is refused (a decision without a valid proof, always) is audited
+like a refused signal. Refusals carry a code (`invalid`, `conflict`, ...) that
+the API maps to a status.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from pydantic import ValidationError
+from temporalio import workflow
+from temporalio.common import RawValue
+from temporalio.exceptions import ApplicationError
+
+from workflows.arity import TooManyArguments
+from workflows.forms import describe_validation_error
+from workflows.handover import IGNORED_SIGNALS_KEPT, newest
+from workflows.identity import ProofRefusal, RunCheck, SpentProof
+from workflows.limits import MAX_QUEUED_BYTES, RECORDED_BYTES, UNREADABLE_ENCODING, UNREADABLE_REASON, clip, utf8_size
+from workflows.decisions import Claim, DecisionBase, Refusal, parse_decision
+from workflows.pauses import ClaimVerdict, Verdict, Vote
+from workflows.rules import args_sha256, grant_from
+from workflows.session import CancelRequest, UserMessage
+
+with workflow.unsafe.imports_passed_through():
+    # The catalog holds tool schemas and approval policies; passed through so
+    # the workflow sees the tools the worker registered, not a fresh copy.
+    from hitl.catalog import CATALOG
+
+CLAIM_SECONDS_AT_MOST = 3600.0  # a claim keeps others out of a decision: for an hour at most
+
+
+def refused(reason: str, code: str) -> ApplicationError:
+    """An Update's refusal as its caller receives it: the reason, and the code in the details."""
+    return ApplicationError(reason, code, type="Refusal", non_retryable=True)
+
+
+def decoded(payload: RawValue | None | TooManyArguments) -> Any:
+    """A raw payload as plain JSON values, or a Refusal that says what is wrong with it.
+    None when nothing was sent (see workflows/arity.py)."""
+    if payload is None:
+        return None
+    if not isinstance(payload, RawValue):  # TooManyArguments (made outside the sandbox: compared by what it is)
+        raise Refusal(f"malformed payload: {getattr(payload, 'count', 'several')} arguments were sent; send one JSON value", code="invalid")
+    if payload.payload.metadata.get("encoding") == UNREADABLE_ENCODING:
+        reason = payload.payload.metadata.get(UNREADABLE_REASON, b"").decode(errors="replace")
+        raise Refusal(f"unreadable payload: {clip(reason, RECORDED_BYTES)}", code="invalid")
+    try:
+        return workflow.payload_converter().from_payload(payload.payload, None)
+    except Exception as error:
+        raise Refusal(f"malformed payload: {clip(str(error), RECORDED_BYTES)}", code="invalid") from None
+
+
+def _recorded(value: Any) -> str | None:
+    return clip(value, RECORDED_BYTES) if isinstance(value, str) else None
+
+
+class Inbound:
+    """Mixed into AgentWorkflow: the bodies behind its signals and Updates (workflows/handlers.py)."""
+
+    def refuse_while_busy(self) -> None:
+        """No Update is accepted while a local activity's result is on its way or the run continues
+        as new. When sdk-core answers a query while a local activity's result waits, it may record
+        the result in that task but give it to the workflow in the next, together with an Update
+        that came meanwhile; the Python SDK applies the Update first, a replay applies the result in
+        the earlier task, and the acceptance (a command) comes out on the other side of the commands
+        that follow the result (docs/observability.md, tests/integration/test_handover_replays.py).
+        A refused Update leaves no trace in history, so the run and its replay agree. Sent again a
+        moment later, it is taken (by the next run, after a hand-over)."""
+        if self.handing_over:
+            raise Refusal("the session is handing over to its next run; nothing was applied, send it again",
+                          code="busy")
+        if self.local_activities_in_flight:
+            raise Refusal("the session is checking something with its worker; nothing was applied, send it again",
+                          code="busy")
+
+    def refuse_if_closing(self) -> None:
+        if self.state == "closed":
+            raise Refusal("the session is closed", code="conflict")
+        if self.run_state.cancel_reason is not None:
+            raise Refusal("the session is being cancelled; no decision is accepted", code="conflict")
+
+    def proven(self, decision: DecisionBase) -> tuple[Any, SpentProof | None]:
+        """On a verified session, the decision as its proof says it was made (see workflows/identity.py)."""
+        return self.run_state.verifier.check(decision, workflow.info().workflow_id, self.run_state.pauses.open,
+                                             workflow.now(), self.run_check(recording=not self.validating))
+
+    def run_check(self, recording: bool) -> RunCheck:
+        """Proofs count for the run they were made for (see workflows/identity.py, RunCheck).
+
+        A reset run replays, under its new run id, decisions the run it came from accepted; a
+        refusal for another run is therefore recorded (a patch marker named by the proof), and on
+        replay a proof for another run is refused exactly where such a marker was recorded. A
+        validator records nothing (it commands nothing): there a proof for another run is refused."""
+        def refused_before(nonce: str) -> bool:
+            return workflow.patched(f"hitl-proof-for-another-run-{nonce[:32]}") if recording else True
+        return RunCheck(run_id=workflow.info().run_id, refused_before=refused_before)
+
+    def decide(self, verb: str, payload: Any) -> tuple[Verdict, SpentProof | None]:
+        """The one rule book for decisions, shared by signals and Update validators."""
+        self.refuse_if_closing()
+        decision, proof = self.proven(parse_decision(verb, payload))
+        return self.run_state.pauses.decide(decision, CATALOG, workflow.now(), regexes=self.edit_regexes), proof
+
+    def decide_and_apply(self, verb: str, payload: Any) -> dict[str, Any]:
+        verdict, proof = self.decide(verb, payload)
+        self.run_state.verifier.spend(proof, workflow.now())
+        return self.apply(verdict)
+
+    def judge_claim(self, verb: str, payload: Any) -> tuple[ClaimVerdict, SpentProof | None]:
+        self.refuse_if_closing()
+        request, proof = self.proven(parse_decision(verb, payload))
+        now = workflow.now()
+        if self.authorized and isinstance(request, Claim) and request.for_seconds > CLAIM_SECONDS_AT_MOST:
+            raise Refusal(f"a claim lasts at most {CLAIM_SECONDS_AT_MOST:g} seconds; claim again when it runs out", code="invalid")
+        pauses = self.run_state.pauses
+        verdict = pauses.claim(request, now) if isinstance(request, Claim) else pauses.release(request, now)
+        return verdict, proof
+
+    def hold(self, verb: str, payload: Any) -> dict[str, Any]:
+        verdict, proof = self.judge_claim(verb, payload)
+        self.run_state.verifier.spend(proof, workflow.now())
+        item = self.run_state.pauses.hold(verdict)
+        until = item.claim_until.isoformat() if item.claim_until else None
+        self.record("claimed" if until else "released", item.call_id, item.tool, item.args_sha256, by=verdict.by)
+        self.run_state.events.add("claimed" if until else "released", workflow.now(), call_id=item.call_id, by=verdict.by, until=until)
+        self.publish()
+        return {"accepted": True, "call_id": item.call_id, "claimed_by": item.claimed_by, "claim_until": until}
+
+    def apply(self, verdict: Verdict) -> dict[str, Any]:
+        self.run_state.pauses.apply(verdict)
+        if isinstance(verdict, Vote):
+            item = next(item for item in self.run_state.pauses.open if item.call_id == verdict.call_id)
+            self.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by,
+                        comment=verdict.comment, rule=verdict.rule)
+            self.run_state.events.add("vote", workflow.now(), call_id=item.call_id, by=verdict.by,
+                               approvals=list(item.approvals), required_approvals=item.required_approvals)
+            self.publish()
+            return {"accepted": True, "call_id": verdict.call_id, "outcome": "awaiting_more_approvals",
+                    "approvals": item.approvals, "required_approvals": item.required_approvals}
+        self.record_settlement(verdict)
+        if verdict.remember is not None and verdict.run_with is not None:
+            self.run_state.grants = newest([*self.live_grants(), grant_from(
+                verdict.remember, verdict.tool, args_sha256(verdict.run_with), verdict.by, verdict.call_id, workflow.now(),
+                requested_by=verdict.requested_by,
+            )], 100)
+        return {"accepted": True, "call_id": verdict.call_id, "outcome": verdict.outcome}
+
+    def parse_message(self, payload: Any) -> UserMessage:
+        if self.state == "closed" or self.run_state.cancel_reason is not None:
+            raise Refusal("the session is closed", code="conflict")
+        if isinstance(payload, str):
+            payload = {"text": payload}
+        try:
+            message = UserMessage.model_validate(payload)
+        except ValidationError as error:
+            raise Refusal(f"malformed user_message: {describe_validation_error(error)}", code="invalid") from None
+        queued = sum(utf8_size(queued.text) for queued in self.run_state.inbox) + utf8_size(message.text)
+        if queued > MAX_QUEUED_BYTES:
+            raise Refusal(f"{len(self.run_state.inbox)} messages already wait for the agent; send this one once they are taken in", code="conflict")
+        return message
+
+    def receive_message(self, payload: Any) -> dict[str, Any]:
+        message, proof = self.run_state.verifier.check_message(self.parse_message(payload), workflow.info().workflow_id,
+                                                     workflow.now(), self.run_check(recording=True))
+        self.run_state.verifier.spend(proof, workflow.now())
+        self.run_state.inbox.append(message.model_copy(update={"proof": None}))
+        if message.interrupt and self.state == "running":
+            self.run_state.interrupt_requested = True
+        return {"accepted": True, "turn": self.run_state.turn, "state": self.state,
+                "interrupting": self.run_state.interrupt_requested, "event": self.run_state.events.last_id}
+
+    def parse_cancel(self, payload: Any) -> CancelRequest:
+        if self.state == "closed" or self.run_state.cancel_reason is not None:
+            raise Refusal("the session is already closed or closing", code="conflict")
+        try:
+            return CancelRequest.model_validate(payload if payload is not None else {})
+        except ValidationError as error:
+            raise Refusal(f"malformed cancel: {describe_validation_error(error)}", code="invalid") from None
+
+    def request_cancel(self, payload: Any) -> dict[str, Any]:
+        self.run_state.cancel_reason = self.parse_cancel(payload).reason or "no reason given"
+        return {"accepted": True, "state": "closing"}
+
+    def signal_or_record(self, signal: str, payload: RawValue, handle: Callable[[Any], Any]) -> None:
+        """A signal never fails the workflow: a refused one is recorded and changes nothing."""
+        value: Any = None
+        try:
+            value = decoded(payload)
+            handle(value)
+        except Refusal as refusal:
+            self.record_refusal(signal, value, str(refusal))
+        except Exception as error:  # the last line of defence: a bug here must not wedge the session
+            workflow.logger.exception("signal %s could not be handled", signal)
+            self.record_refusal(signal, value, f"internal error: {type(error).__name__}: {error}")
+
+    def record_refusal(self, signal: str, value: Any, reason: str) -> None:
+        """What a refusal keeps is clipped: a caller's megabytes never reach status, audit or the next run."""
+        reason = clip(reason, RECORDED_BYTES)
+        self.run_state.ignored_signals = newest(
+            [*self.run_state.ignored_signals, {"signal": signal, "reason": reason, "at": workflow.now().isoformat()}],
+            IGNORED_SIGNALS_KEPT,
+        )
+        fields = value if isinstance(value, dict) else {}
+        self.record("refused", _recorded(fields.get("call_id")), by=_recorded(fields.get("by")), reason=reason, signal=signal)
+        self.run_state.events.add("refused", workflow.now(), signal=signal, reason=reason)
+
+    def validate(self, payload: RawValue, check: Callable[[Any], Any]) -> None:
+        """An Update's validator: the rejection quotes at most a few hundred bytes of what was sent.
+        (`validating` is true only while it runs: see run_check.)"""
+        self.validating = True
+        try:
+            self.refuse_while_busy()
+            check(decoded(payload))
+        except ProofRefusal:
+            return  # accepted only to be refused by the handler, so that the attempt is audited
+        except Refusal as refusal:
+            raise refused(clip(str(refusal), RECORDED_BYTES * 4), refusal.code) from None
+        except Exception as error:
+            raise refused(f"internal error: {type(error).__name__}: {clip(str(error), RECORDED_BYTES)}", "conflict") from None
+        finally:
+            self.validating = False
+
+    def update_or_fail(self, name: str, payload: RawValue, handle: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+        """Validators refuse most bad Updates before they are recorded; what reaches a handler and
+        is refused (a decision without a valid proof, always) is audited like a refused signal."""
+        value: Any = None
+        try:
+            value = decoded(payload)
+            return handle(value)
+        except Refusal as refusal:
+            self.record_refusal(name, value, str(refusal))
+            raise refused(clip(str(refusal), RECORDED_BYTES * 4), refusal.code) from None
+        except Exception as error:
+            workflow.logger.exception("Update %s could not be handled", name)
+            self.record_refusal(name, value, f"internal error: {type(error).__name__}")
+            raise refused(f"internal error: {type(error).__name__}", "conflict") from None

@@ -1,0 +1,98 @@
+"""The session's one recorder: audit trail, event stream, log lines and what inboxes read.
+
+Every notable moment (a pause opened or settled, a refusal, a claim, a state
+change) is written to up to four sinks, each for its own reader: the audit
+trail (who decided what, kept), the event stream (what live clients follow,
+workflows/events.py), the worker's structured log, and the search attributes,
+memo and current details an operator or an inbox reads without a query
+(workflows/visibility.py). Writing them here, side by side, keeps the loop
+free of bookkeeping and the sinks in step.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from temporalio import workflow
+
+from workflows.limits import clip
+from workflows.pauses import Outcome, Settlement
+from workflows.session import AuditEvent, SessionState
+
+SESSION_MEMO = "hitl_session"
+AUDIT_EVENT: dict[Outcome, str] = {
+    "approved": "approved", "edited": "edited", "rejected": "rejected", "declined": "rejected",
+    "answered": "answered", "timed_out": "timed_out", "moved_on": "cancelled", "cancelled": "cancelled",
+}
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+class Recorder:
+    """Mixed into AgentWorkflow: writes what happened, reads nothing but the session's own state."""
+
+    def publish_who(self) -> None:
+        """Who the session belongs to, in its memo: the API decides who may read a session from
+        this without a query (a query of a closed session replays its whole history)."""
+        who = {"owner": self.config.by, "participants": self.config.participants,
+               "verified": self.config.verified_decisions}
+        try:
+            current = workflow.memo_value(SESSION_MEMO, default=None)
+        except Exception:
+            current = None
+        if current != who:
+            workflow.upsert_memo({SESSION_MEMO: who})
+
+    def requested_at(self, call_id: str) -> datetime:
+        """When the pause for a call opened (from the audit), for the decision's log line."""
+        return next((event.at for event in reversed(self.run_state.audit)
+                     if event.event == "requested" and event.call_id == call_id), workflow.now())
+
+    def set_state(self, state: SessionState) -> None:
+        """The state, and what an operator reads in the Temporal UI: names and times, no content."""
+        if state != self.state:
+            self.run_state.events.add("state", workflow.now(), state=state)
+            if state != "running":
+                self.settled_event = self.run_state.events.last_id
+        self.state = state
+        self.publish()
+        waiting = ", ".join(f"{item.kind} of {item.tool}({clip(canonical_json(item.args), 300)}) ({item.call_id})"
+                            for item in self.run_state.pauses.open)
+        detail = {
+            "running": f"running turn {self.run_state.turn}, step {self.run_state.steps}",
+            "awaiting_human": f"waiting for people: {waiting}",
+            "idle": f"idle after turn {self.run_state.turn}",
+            "closed": f"closed: {self.closed_reason}",
+        }[state]
+        workflow.set_current_details(detail)
+
+    def publish(self) -> None:
+        """Search attributes and memo for inboxes (workflows/visibility.py), when they change."""
+        self.publisher.publish(self.state, self.run_state.pauses.open, workflow.now())
+
+    def record_settlement(self, settlement: Settlement) -> None:
+        self.run_state.events.add(
+            "pause_settled", settlement.at, call_id=settlement.call_id, tool=settlement.tool, outcome=settlement.outcome,
+            by=settlement.by, reason=settlement.result if settlement.outcome not in ("approved", "edited") else None,
+        )
+        workflow.logger.info("decision", extra={
+            "session": workflow.info().workflow_id, "turn": self.run_state.turn, "step": self.run_state.steps,
+            "call": settlement.call_id, "tool": settlement.tool, "outcome": settlement.outcome, "by": settlement.by,
+            "waited_seconds": (settlement.at - self.requested_at(settlement.call_id)).total_seconds(),
+        })
+        self.record(
+            AUDIT_EVENT[settlement.outcome], settlement.call_id, settlement.tool, settlement.args_sha256,
+            by=settlement.by, comment=settlement.comment, rule=settlement.rule,
+            reason=settlement.result if settlement.outcome not in ("approved", "edited", "answered") else None,
+        )
+
+    def record(self, event: str, call_id: str | None = None, tool: str | None = None,
+               sha: str | None = None, **details: Any) -> None:
+        clipped = {key: clip(value, 1_000) if isinstance(value, str) else value for key, value in details.items()}
+        self.run_state.audit.append(
+            AuditEvent(at=workflow.now(), event=event, call_id=call_id, tool=tool, args_sha256=sha, **clipped)
+        )

@@ -1,0 +1,102 @@
+"""A run's start: its input read or refused, and what it learns from the worker before the first turn.
+
+A start input that is wrong in any way fails the session at once with the
+reason (never a workflow task that fails on every retry); what the worker
+knows (search attributes, decision keys, the operator's policy, the catalog's
+tool names) is learnt through local activities, so a replay sees the same.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import ValidationError
+from temporalio import workflow
+from temporalio.common import RawValue
+from temporalio.exceptions import ApplicationError
+
+from workflows.contract import SESSION_ENVIRONMENT, SESSION_FACTS, UNKNOWN_TOOLS
+from workflows.forms import describe_validation_error
+from workflows.handover import RunState
+from workflows.inbound import decoded
+from workflows.limits import RECORDED_BYTES, clip
+from workflows.decisions import Refusal
+from workflows.requests import FactsRequest, SessionFacts
+from workflows.session import SessionInput
+
+RULE_FIELDS = {"approvers", "required_approvals", "auto_approve", "require_approval"}
+
+
+class Starting:
+    """Mixed into AgentWorkflow: called from its __init__ and the start of its run."""
+
+    def read_input(self, request: RawValue | None) -> tuple[SessionInput, RunState | None]:
+        """The start input, or a setup error that fails the session at once with the reason."""
+        try:
+            config = SessionInput.model_validate(decoded(request))
+            problems = config.rule_problems()
+            if problems:
+                raise Refusal("; ".join(problems))
+            if config.carried is None:
+                return config, None
+            info = workflow.info()
+            # Temporal sets continued_run_id on a cron schedule's runs and on retries as well, each
+            # with the start input as its caller wrote it: neither is the session handing over.
+            if info.continued_run_id is None or info.cron_schedule or info.attempt > 1:
+                raise Refusal("carried: only a session's own previous run may set it (continue-as-new), "
+                              "not a cron schedule's run or a retry")
+            return config, RunState.model_validate(config.carried)
+        except ValidationError as error:
+            self.setup_error = f"invalid session input: {describe_validation_error(error)}"
+        except Refusal as refusal:
+            self.setup_error = f"invalid session input: {refusal}"
+        except Exception as error:  # e.g. JSON nested past any parser's limit
+            self.setup_error = f"invalid session input: {clip(str(error), RECORDED_BYTES)}"
+        return SessionInput(message="(invalid input)"), None
+
+    async def learn_environment(self) -> None:
+        """Which search attributes to publish and which keys sign decisions, as this run's
+        worker knows them (recorded, so a replay sees the same). A verified session that
+        no key could ever satisfy is refused at once rather than left waiting for ever."""
+        if self.authorized:
+            facts = await self.local_activity(
+                SESSION_FACTS.name, FactsRequest(
+                    verified_decisions=self.config.verified_decisions,
+                    rules=self.config.model_dump(include={*RULE_FIELDS, "verified_decisions", "escalate_to", "by"}),
+                ),
+                result_type=SessionFacts, start_to_close_timeout=timedelta(seconds=10),
+                summary="search attributes, decision keys and the operator's policy",
+            )
+        else:
+            facts = await self.local_activity(
+                SESSION_ENVIRONMENT.name, self.config.verified_decisions, result_type=SESSION_ENVIRONMENT.result,
+                start_to_close_timeout=timedelta(seconds=10), summary="search attributes and decision keys",
+            )
+        if facts.policy_problems:
+            raise ApplicationError(f"invalid session input: {'; '.join(facts.policy_problems)}",
+                                   type="InvalidSessionInput", non_retryable=True)
+        if facts.trusted_keys:
+            self.run_state.verifier.trusted_keys = facts.trusted_keys
+        if self.authorized:  # runs recorded before this kept no such distinction
+            self.start_asserted = not self.run_state.verifier.proves_start(self.config, workflow.info().workflow_id,
+                                                                 workflow.now())
+        if self.run_state.verifier.required and not self.run_state.verifier.trusted_keys:
+            raise ApplicationError(
+                "invalid session input: verified_decisions needs a worker that trusts the API's signing key "
+                "(HITL_TRUSTED_KEYS, or the key file the API creates; see docs/interface.md, 'The HTTP API and the web inbox')",
+                type="InvalidSessionInput", non_retryable=True,
+            )
+        self.publisher.start(facts.registered_search_attributes)
+        self.publish()
+        if self.authorized:
+            self.publish_who()
+
+    async def check_tool_names(self) -> None:
+        """Rules that name an unknown tool are refused, judged by the worker's catalog as the
+        session starts; a local activity records the verdict, so a later catalog cannot change it."""
+        problems = await self.local_activity(
+            UNKNOWN_TOOLS.name, self.config.model_dump(include=RULE_FIELDS), result_type=UNKNOWN_TOOLS.result,
+            start_to_close_timeout=timedelta(seconds=10), summary="check the rules' tool names",
+        )
+        if problems:
+            raise ApplicationError(f"invalid session input: {'; '.join(problems)}", type="InvalidSessionInput", non_retryable=True)

@@ -1,0 +1,135 @@
+"""What callers read: the session's queries, and paging within Temporal's 2 MB answer limit.
+
+Queries only read. A query answer is not recorded in history, which is why the
+model activity reads the conversation through `model_context` instead of
+receiving it: each step then adds only what is new to the history.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+
+from workflows.contract import AUDIT, AUDIT_PAGE, EVENTS, MODEL_CONTEXT, PENDING, STATUS, TRANSCRIPT, TRANSCRIPT_PAGE, PageRequest
+from workflows.conversation import ChatMessage, Conversation
+from workflows.events import EventsRequest
+from workflows.limits import MODEL_WINDOW_BYTES, json_size
+from workflows.requests import ConversationRef, ModelRequest
+from workflows.session import DEFAULT_SYSTEM_PROMPT, view
+
+with workflow.unsafe.imports_passed_through():
+    # The catalog holds tool schemas and approval policies; passed through so
+    # the workflow sees the tools the worker registered, not a fresh copy.
+    from hitl.catalog import CATALOG
+
+PAGE_BYTES = 1_500_000  # a query answer stays below Temporal's 2 MB
+
+
+
+class Views:
+    """Mixed into AgentWorkflow: its queries, registered under these method names."""
+
+    @workflow.query(name=PENDING.name)
+    def pending(self) -> list[dict[str, Any]]:
+        return [item.view() for item in self.run_state.pauses.open]
+
+    @workflow.query(name=STATUS.name)
+    def status(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "turn": self.run_state.turn,
+            "steps": self.run_state.steps,
+            "total_steps": self.run_state.total_steps,
+            "last_answer": self.run_state.last_answer,
+            "error": self.run_state.error,
+            "pending": len(self.run_state.pauses.open),
+            "queued_messages": len(self.run_state.inbox),
+            "ignored_signals": self.run_state.ignored_signals,
+            "remembered": [view(grant) for grant in self.live_grants()],
+            "tools": [spec.name for spec in self.tools_now()],
+            "model": self.config.model,
+            "closed_reason": self.closed_reason,
+            "transcript_messages": self.run_state.first_message_index + len(self.conversation.messages),
+            "owner": self.config.by,
+            "participants": self.config.participants,
+            "verified": self.config.verified_decisions,
+        }
+
+    @workflow.query(name=TRANSCRIPT.name)
+    def transcript(self) -> list[dict[str, Any]]:
+        """The conversation, whole while it is small; past a megabyte, its newest part
+        (`transcript_page` and `python starter.py transcript` read all of it)."""
+        page = self.transcript_page(PageRequest(offset=None, limit=1_000_000))
+        return page["messages"]
+
+    @workflow.query(name=TRANSCRIPT_PAGE.name)
+    def transcript_page(self, request: PageRequest | None = None) -> dict[str, Any]:
+        """Messages [offset, offset+limit) of the whole transcript, or where to find them.
+
+        A run holds the messages from `first_index` on; older ones are in the
+        run it continued from (`earlier_run_id`): query that run by its run id.
+        """
+        messages = [message.to_openai() for message in self.conversation.messages]
+        return self.page(messages, self.run_state.first_message_index, request, "messages")
+
+    @workflow.query(name=AUDIT.name)
+    def audit(self) -> list[dict[str, Any]]:
+        return self.audit_page(PageRequest(offset=None, limit=1_000_000))["events"]
+
+    @workflow.query(name=AUDIT_PAGE.name)
+    def audit_page(self, request: PageRequest | None = None) -> dict[str, Any]:
+        events = [event.model_dump(mode="json") for event in self.run_state.audit]
+        return self.page(events, self.run_state.first_audit_index, request, "events")
+
+    @workflow.query(name=EVENTS.name)
+    def events_after(self, request: EventsRequest | None = None) -> dict[str, Any]:
+        """The session's events after an id (see workflows/events.py): what live clients follow."""
+        return self.run_state.events.page(request or EventsRequest())
+
+    @workflow.query(name=MODEL_CONTEXT.name)
+    def model_context(self, reference: ConversationRef) -> ModelRequest:
+        """What the model activity sends: the system prompt, the tools and the messages a
+        reference names, within the request budget. Queries are not recorded in history."""
+        count = reference.message_count
+        if count > len(self.conversation.messages) or (self.chain[count - 1] if count else "") != reference.prefix_sha256:
+            raise ValueError("stale reference: this run does not hold that conversation")
+        view_ = Conversation(messages=self.conversation.messages[:count]).window(MODEL_WINDOW_BYTES, self.run_state.first_message_index)
+        return ModelRequest(
+            messages=[ChatMessage(role="system", content=self.system_prompt()), *view_],
+            tools=[spec.openai_schema() for spec in self.tools_now()],
+            model=self.config.model,
+        )
+
+    def tools_now(self) -> list[Any]:
+        """The tools this session offers the model now, from the worker's catalog.
+
+        Read by queries only, never recorded: a tool an MCP server adds or drops
+        changes the next model call, while what each call was allowed to do is
+        the verdict recorded with the model's reply (docs/mcp.md)."""
+        return CATALOG.select(self.config.tools)
+
+    def page(self, items: list[dict[str, Any]], first: int, request: PageRequest | None, key: str) -> dict[str, Any]:
+        """A page of what this run holds, within PAGE_BYTES; without an offset, the newest page."""
+        request = request or PageRequest()
+        total, limit = first + len(items), max(1, request.limit)
+        newest_first = request.offset is None
+        start = max(first, total - limit) if newest_first else min(max(request.offset or 0, first), total)
+        window = items[start - first : start - first + limit]
+        chosen: list[dict[str, Any]] = []
+        size = 0
+        for item in reversed(window) if newest_first else window:
+            size += json_size(item)
+            if chosen and size > PAGE_BYTES:
+                break
+            chosen.append(item)
+        if newest_first:
+            chosen.reverse()
+            start = total - len(chosen) if window else total
+        return {
+            "offset": start, "total": total, "first_index": first, key: chosen,
+            "earlier_run_id": workflow.info().continued_run_id if first else None,
+        }
+
+    def system_prompt(self) -> str:
+        return self.config.system_prompt or DEFAULT_SYSTEM_PROMPT
