@@ -87,9 +87,10 @@ class Known:
     system: ChatMessage
     tools: list[str] | None  # the tools offered, by name; None: every tool of the catalog
     reply: ModelReply | None = None
-    # The catalog's names when `tools` was read as None. A session that named every tool is
-    # indistinguishable from one that named none until the catalog changes (an MCP server adds
-    # a tool); then only the query knows which it was, so a changed catalog is a miss.
+    # The catalog's names when the tools were read. Which tools a session is offered depends on
+    # what it named and what the catalog has: one that named every tool is indistinguishable from
+    # one that named none, and one that named a tool the catalog lacked is offered it once an MCP
+    # server adds it. Only the query knows, so any change of the catalog is a miss.
     catalog: tuple[str, ...] = ()
 
 
@@ -112,7 +113,7 @@ class ConversationCache:
     def request_for(self, reference: ConversationRef) -> ModelRequest | None:
         """The request the reference names, from memory; None when memory cannot vouch for it."""
         known = self.runs.get((reference.session_id, reference.run_id))
-        if known is not None and known.tools is None and tuple(CATALOG.names()) != known.catalog:
+        if known is not None and tuple(CATALOG.names()) != known.catalog:
             known = None
         messages = self.messages_for(reference, known) if known is not None else None
         if known is None or messages is None:

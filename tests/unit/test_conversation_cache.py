@@ -107,6 +107,27 @@ def test_a_session_that_named_every_tool_is_not_offered_a_tool_added_since() -> 
         CATALOG.remove("zz_added_since")
 
 
+def test_a_session_that_named_a_tool_the_catalog_lacked_is_offered_it_once_it_comes() -> None:
+    """A session may name a tool no server offers yet; the query offers it as soon as an MCP
+    server adds it, so a hit must not keep offering the list the first query read."""
+    import dataclasses
+
+    cache = ConversationCache()
+    named = [CATALOG.names()[0], "zz_not_yet_connected"]
+    answer = reply()
+    asked = ModelRequest(messages=[SYSTEM, FIRST], tools=[spec.openai_schema() for spec in CATALOG.select(named)])
+    cache.remember(reference([FIRST]), asked, answer, checked=False)
+    cache.remember_tool_output("s", "call_1", "no documents")
+    conversation = [FIRST, Conversation.assistant_message(answer), Conversation.tool_result("call_1", "no documents")]
+    CATALOG.add(dataclasses.replace(CATALOG.get(named[0]), name="zz_not_yet_connected"))
+    try:
+        request = cache.request_for(reference(conversation))
+        the_query = [spec.openai_schema() for spec in CATALOG.select(named)]  # what model_context answers
+        assert request is None or request.tools == the_query
+    finally:
+        CATALOG.remove("zz_not_yet_connected")
+
+
 def test_what_the_cache_keeps_is_bounded_in_bytes_not_only_in_entries() -> None:
     """A worker lives for weeks: 20,000 tool outputs of 64 KB and 2,000 conversations of a
     whole model window are 2 GB, more than a small worker has. Memory is a saving, not a
