@@ -7,11 +7,15 @@ their options live here so the loop reads as calls, not as retry policies.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError
+
+from workflows.limits import RECORDED_BYTES, clip, unreadable_reason
+
+T = TypeVar("T")
 
 # No attempt limit: a worker that dies mid-call is retried for as long as it
 # takes. The activities count their own failures and make them final (see
@@ -54,3 +58,24 @@ def failure_message(error: ActivityError) -> str:
     while isinstance(cause, ActivityError) and cause.cause is not None:
         cause = cause.cause
     return getattr(cause, "message", None) or str(cause or error)
+
+
+class UnreadableResult(Exception):
+    """An activity's result that is not of its type, or that the codec could not open."""
+
+
+def read_result(raw: RawValue, result_type: type[T]) -> T:
+    """An activity's result, read by the workflow rather than by the SDK.
+
+    Anyone who reaches the Temporal frontend can complete an activity by its id, with any payload.
+    Read by the SDK as the activation is applied, a payload that is not a `ModelReply` (or is
+    sealed under a key id the worker lacks) fails the workflow task on every retry and strands the
+    session; read here, it is a failed call that the loop reports and moves on from."""
+    reason = unreadable_reason(raw.payload.metadata)
+    if reason is not None:
+        raise UnreadableResult(f"unreadable payload: {reason}")
+    try:
+        return workflow.payload_converter().from_payload(raw.payload, result_type)
+    except Exception as error:
+        raise UnreadableResult(f"not a {getattr(result_type, '__name__', result_type)}: "
+                               f"{clip(f'{type(error).__name__}: {error}', RECORDED_BYTES)}") from None

@@ -34,7 +34,7 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.contract import CALL_MODEL, RUN_TOOL, WORKFLOW
-from workflows.activity_calls import MODEL_CALL, TOOL_CALL, LocalChecks, failure_message
+from workflows.activity_calls import MODEL_CALL, TOOL_CALL, LocalChecks, UnreadableResult, failure_message, read_result
 from workflows.closing import Closing
 from workflows.continuing import Continuing
 from workflows.conversation import ChatMessage, Conversation, ModelReply, message_sha256
@@ -79,11 +79,10 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, Continuing, C
         self.offered = {spec.name: spec for spec in CATALOG.select(self.config.tools)}
         # The first message's `by` is the start input's: on a verified session it counts as proven
         # only with the API's start proof (learn_environment). The speaker's, likewise.
-        self.first_message = UserMessage(text=self.config.message, by=self.config.by)
-        self.start_asserted = True
         # All that outlives this run: continue-as-new hands it over whole (workflows/handover.py).
-        self.run_state = RunState(messages=[], turn=0, total_steps=0, inbox=[self.first_message], events=EventLog(),
-                                  verifier=Verifier(required=self.config.verified_decisions))
+        self.run_state = RunState(messages=[], turn=0, total_steps=0, events=EventLog(),
+                                  inbox=[UserMessage(text=self.config.message, by=self.config.by)],
+                                  first_message_asserted=True, verifier=Verifier(required=self.config.verified_decisions))
         self.chain: list[str] = []  # hash chain over this run's messages
         self.state: SessionState = "running"
         self.closed_reason: str | None = None
@@ -249,7 +248,7 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, Continuing, C
         )
         call = asyncio.ensure_future(
             workflow.execute_activity(
-                CALL_MODEL.name, reference, result_type=CALL_MODEL.result,
+                CALL_MODEL.name, reference, result_type=RawValue,  # read below: see read_result
                 summary=f"model, turn {self.run_state.turn} step {self.run_state.steps}", **MODEL_CALL,
             )
         )
@@ -263,9 +262,12 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, Continuing, C
             call.add_done_callback(lambda done: done.cancelled() or done.exception())  # retrieved: not an error
             return None
         try:
-            reply = call.result()
+            reply = read_result(call.result(), CALL_MODEL.result)
         except ActivityError as error:
             self.run_state.error = f"model call failed: {failure_message(error)}"
+            return None
+        except UnreadableResult as error:
+            self.run_state.error = f"model call failed: its result could not be read ({error})"
             return None
         used = self.run_state.used_call_ids
         reply = with_unique_call_ids(reply, set(used) | self.conversation.used_call_ids(), self.run_state.total_steps)
@@ -317,14 +319,17 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, Continuing, C
     async def run_tool(self, call_id: str, tool: str, args: dict[str, Any]) -> ToolOutcome:
         invocation = ToolInvocation(session_id=workflow.info().workflow_id, call_id=call_id, tool=tool, args=args)
         try:
-            output = await workflow.execute_activity(
-                RUN_TOOL.name, invocation, result_type=RUN_TOOL.result, summary=f"{tool} ({call_id})", **TOOL_CALL
-            )
+            output = read_result(await workflow.execute_activity(
+                RUN_TOOL.name, invocation, result_type=RawValue, summary=f"{tool} ({call_id})", **TOOL_CALL
+            ), RUN_TOOL.result)
         except ActivityError as error:
             # An error's text is the tool's (an MCP server's isError result, an exception's message):
             # it enters the conversation like a result, so it counts as the tool's output too.
             self.output_entered(tool, call_id)
             return ToolOutcome(text=f"Error: {tool} failed: {failure_message(error)}")
+        except UnreadableResult as error:
+            self.output_entered(tool, call_id)
+            return ToolOutcome(text=f"Error: {tool} failed: its result could not be read ({error})")
         self.output_entered(tool, call_id)
         return ToolOutcome(text=output, ran=True)
 
@@ -339,14 +344,16 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, Continuing, C
 
     def take_in_messages(self) -> None:
         """Steering: messages that arrived mid-turn join at this step boundary."""
-        for message in self.run_state.inbox:
+        first_asserted = self.run_state.first_message_asserted
+        for index, message in enumerate(self.run_state.inbox):
             self.append(ChatMessage(role="user", content=message.text))
             self.run_state.speaker = message.by
-            self.run_state.speaker_asserted = message is self.first_message and self.start_asserted
+            self.run_state.speaker_asserted = index == 0 and bool(first_asserted)
             if message.by not in self.run_state.authors_since_reply:
                 self.run_state.authors_since_reply.append(message.by)
             self.run_state.events.add("message", workflow.now(), text=message.text, by=message.by)
         self.run_state.inbox.clear()
+        self.run_state.first_message_asserted = None
         self.run_state.interrupt_requested = False
 
     def append(self, message: ChatMessage) -> None:

@@ -8,7 +8,7 @@ Each bound is far above honest use and far below what could wedge a session.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any, Callable, Mapping
 
 from pydantic import AfterValidator, Field
 
@@ -74,3 +74,10 @@ Proof = Annotated[str, AfterValidator(_at_most(MAX_PROOF_BYTES))]
 # the session like any malformed payload, with the codec's reason, never a failed workflow task.
 UNREADABLE_ENCODING = b"binary/unreadable-encrypted"
 UNREADABLE_REASON = "unreadable-reason"
+
+
+def unreadable_reason(metadata: Mapping[str, bytes]) -> str | None:
+    """Why the codec could not open a payload (clipped for the record), or None when it could."""
+    if metadata.get("encoding") != UNREADABLE_ENCODING:
+        return None
+    return clip(metadata.get(UNREADABLE_REASON, b"").decode(errors="replace"), RECORDED_BYTES)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError
 
 from workflows.contract import NOTIFY
@@ -206,8 +207,8 @@ class Waiting:
         async def send() -> None:
             self.notifications_in_flight += 1
             try:
-                await workflow.execute_activity(
-                    NOTIFY.name, notification, summary=f"notify {', '.join(notification.to) or 'anyone'}: {event}", **NOTIFY_CALL
+                await workflow.execute_activity(  # its result, unread: anyone who reaches the frontend may complete it
+                    NOTIFY.name, notification, result_type=RawValue, summary=f"notify {', '.join(notification.to) or 'anyone'}: {event}", **NOTIFY_CALL
                 )
             except ActivityError as error:
                 workflow.logger.warning("notification failed: %s", failure_message(error))
