@@ -85,6 +85,10 @@ class RunState(BaseModel):
     pins: dict[str, Pin] = Field(default_factory=dict)  # tools' definitions as this session first saw them
     results_this_turn: list[tuple[str, str]] = Field(default_factory=list)  # (tool, call id) whose output entered
     speaker_asserted: bool = False  # the speaker's `by` is the start input's, unproven (AgentWorkflow)
+    # While the session's first message still waits in the inbox (inbox[0]): whether its `by` is only
+    # asserted, as the run that started the session found it. Carried, so that a hand-over before
+    # the first turn does not turn an asserted author into a verified one. None once taken in.
+    first_message_asserted: bool | None = None
     # Who wrote the messages the model read since its last reply, and those before the reply
     # being planned: a remembered approval covers a call only when its requester alone led to it.
     authors_since_reply: list[str | None] = Field(default_factory=list)

@@ -77,9 +77,10 @@ class Starting:
                                    type="InvalidSessionInput", non_retryable=True)
         if facts.trusted_keys:
             self.run_state.verifier.trusted_keys = facts.trusted_keys
-        if self.authorized:  # runs recorded before this kept no such distinction
-            self.start_asserted = not self.run_state.verifier.proves_start(self.config, workflow.info().workflow_id,
-                                                                 workflow.now())
+        if self.authorized and workflow.info().continued_run_id is None:  # runs before AUTHORIZATION_MODEL: no such distinction
+            if self.run_state.first_message_asserted is not None:
+                self.run_state.first_message_asserted = not self.run_state.verifier.proves_start(
+                    self.config, workflow.info().workflow_id, workflow.now())
         if self.run_state.verifier.required and not self.run_state.verifier.trusted_keys:
             raise ApplicationError(
                 "invalid session input: verified_decisions needs a worker that trusts the API's signing key "

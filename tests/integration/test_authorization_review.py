@@ -3,10 +3,16 @@ an escalation, or a start through the Temporal frontend could still do."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from activities.offline_model import OfflineModel
+from hitl.worker import build_worker
+from workflows.agent import AgentWorkflow
 
 from tests.support.sessions import Agent, eventually, pending_items, query, refused_update, settled
 from tests.integration.test_people_workflow import signing_key  # noqa: F401  (a fixture)
@@ -146,6 +152,26 @@ async def test_a_verified_session_started_outside_the_api_says_its_first_request
                                proof=start_proof(key, key_id, "forged-start", started))
     [item] = await pending_items(forged)
     assert item["verified"] is False, "a start proof counts only for the input it was made for"
+
+
+async def test_a_first_request_stays_asserted_when_the_session_hands_over_before_taking_it_in(
+    env: WorkflowEnvironment, workspace: Path, signing_key: Any,
+) -> None:
+    """Started with the `temporal` CLI, verified, `"by": "bob"`, and with enough signals before its
+    first task that it continued as new before the first turn: the new run rebuilt the waiting
+    message from JSON, and bob's deletion said `verified: true` to its approvers."""
+    task_queue = f"asserted-{uuid.uuid4().hex[:8]}"
+    session = await env.client.start_workflow(
+        AgentWorkflow.run, {"message": "please delete notes.txt", "by": "bob", "verified_decisions": True,
+                            "continue_as_new_after_events": 20},
+        id=f"asserted-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+    for _ in range(20):  # no worker yet: all of these wait in the first task's history
+        await session.signal("reject", {"call_id": "nobody-asked"})
+    async with build_worker(env.client, task_queue, OfflineModel(), workspace):
+        latest = env.client.get_workflow_handle(session.id)
+        [item] = await pending_items(latest)
+        assert (await latest.describe()).run_id != session.first_execution_run_id, "it never handed over: tests nothing"
+        assert item["requested_by"] == "bob" and item["verified"] is False, item
 
 
 async def test_an_mcp_servers_error_text_is_untrusted_output_too(
