@@ -21,7 +21,7 @@ from workflows.arity import TooManyArguments
 from workflows.forms import describe_validation_error
 from workflows.handover import IGNORED_SIGNALS_KEPT, newest
 from workflows.identity import ProofRefusal, RunCheck, SpentProof
-from workflows.limits import MAX_QUEUED_BYTES, RECORDED_BYTES, UNREADABLE_ENCODING, UNREADABLE_REASON, clip, utf8_size
+from workflows.limits import MAX_QUEUED_BYTES, RECORDED_BYTES, clip, unreadable_reason, utf8_size
 from workflows.decisions import Claim, DecisionBase, Refusal, parse_decision
 from workflows.pauses import ClaimVerdict, Verdict, Vote
 from workflows.rules import args_sha256, grant_from
@@ -47,9 +47,9 @@ def decoded(payload: RawValue | None | TooManyArguments) -> Any:
         return None
     if not isinstance(payload, RawValue):  # TooManyArguments (made outside the sandbox: compared by what it is)
         raise Refusal(f"malformed payload: {getattr(payload, 'count', 'several')} arguments were sent; send one JSON value", code="invalid")
-    if payload.payload.metadata.get("encoding") == UNREADABLE_ENCODING:
-        reason = payload.payload.metadata.get(UNREADABLE_REASON, b"").decode(errors="replace")
-        raise Refusal(f"unreadable payload: {clip(reason, RECORDED_BYTES)}", code="invalid")
+    reason = unreadable_reason(payload.payload.metadata)
+    if reason is not None:
+        raise Refusal(f"unreadable payload: {reason}", code="invalid")
     try:
         return workflow.payload_converter().from_payload(payload.payload, None)
     except Exception as error:
@@ -64,17 +64,18 @@ class Inbound:
     """Mixed into AgentWorkflow: the bodies behind its signals and Updates (workflows/handlers.py)."""
 
     def refuse_while_busy(self) -> None:
-        """No Update is accepted while a local activity's result is on its way or the run continues
-        as new. When sdk-core answers a query while a local activity's result waits, it may record
-        the result in that task but give it to the workflow in the next, together with an Update
-        that came meanwhile; the Python SDK applies the Update first, a replay applies the result in
-        the earlier task, and the acceptance (a command) comes out on the other side of the commands
-        that follow the result (docs/observability.md, tests/integration/test_handover_replays.py).
-        A refused Update leaves no trace in history, so the run and its replay agree. Sent again a
-        moment later, it is taken (by the next run, after a hand-over)."""
-        if self.handing_over:
-            raise Refusal("the session is handing over to its next run; nothing was applied, send it again",
-                          code="busy")
+        """No Update is accepted while a local activity's result is on its way. When sdk-core
+        answers a query while a local activity's result waits, it may record the result in that
+        task but give it to the workflow in the next, together with an Update that came meanwhile;
+        the Python SDK applies the Update first, a replay applies the result in the earlier task,
+        and the acceptance (a command) comes out on the other side of the commands that follow the
+        result (docs/observability.md, tests/integration/test_handover_replays.py). A refused
+        Update leaves no trace in history, so the run and its replay agree. Sent again a moment
+        later (every client does: hitl/client/updates.py), it is taken.
+
+        Only the local activity itself: a run that waits for its notifications before it hands
+        over (up to a minute against a webhook that is down) takes Updates meanwhile, as it always
+        did, and the transcript index it records next is a local activity like any other."""
         if self.local_activities_in_flight:
             raise Refusal("the session is checking something with its worker; nothing was applied, send it again",
                           code="busy")

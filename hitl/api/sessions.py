@@ -22,7 +22,7 @@ from temporalio.service import RPCError
 from hitl.api.access import may_start
 from hitl.api.auth import caller
 from hitl.api.calls import proof_for
-from hitl.api.gateway import now, run_query, send_signed, send_update, temporal
+from hitl.api.gateway import Refused, now, run_query, send_signed, send_update, temporal
 from hitl.api.guard import Grant, allowed, policy_of, refuse_unless, session_read
 from hitl.client.refusals import reason_of
 from hitl.client.sessions import read_all
@@ -91,8 +91,14 @@ async def settle(request: Request, session_id: str, after_event: int, settled: d
     for _ in range(SETTLE_ROUNDS):
         if settled is not None and settled["status"]["state"] != "running":
             break
-        settled = await send_update(request, session_id, WAIT_UNTIL_SETTLED, {"after_event": after_event})
-    assert settled is not None
+        try:
+            settled = await send_update(request, session_id, WAIT_UNTIL_SETTLED, {"after_event": after_event})
+        except Refused as refusal:
+            # What the caller sent was applied before this wait; a busy run is still running.
+            if refusal.code != "busy":
+                raise
+    if settled is None:
+        return {"status": await run_query(request, session_id, STATUS), "pending": await run_query(request, session_id, PENDING)}
     return settled
 
 

@@ -8,9 +8,8 @@ without the Update). The Update was not applied, so sending it again with the
 same id is safe, and it is what a person who clicked "approve" expects.
 
 A run refuses every Update with the code `busy` for the moment a local
-activity's result is on its way or it continues as new (workflows/inbound.py,
-refuse_while_busy): nothing was applied either, and a moment later it (or the
-next run) takes it.
+activity's result is on its way (workflows/inbound.py, refuse_while_busy):
+nothing was applied either, and a moment later it takes it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A client sends an Update again, with the same id, while the session says it was not applied.
 
 The session refuses every Update with the code `busy` for the moment a local activity's result
-is on its way or the run hands over (workflows/inbound.py, refuse_while_busy). Such a refusal
+is on its way (workflows/inbound.py, refuse_while_busy). Such a refusal
 applied nothing, so hitl/client/updates.py sends it again; any other refusal is the answer.
 """
 
@@ -65,3 +65,28 @@ def test_a_session_busy_for_longer_than_the_attempts_gets_its_refusal_back() -> 
     with pytest.raises(WorkflowUpdateFailedError) as failed:
         asyncio.run(updates.execute_update_retrying(session, APPROVE.update, {"call_id": "c1"}))  # type: ignore[arg-type]
     assert code_of(failed.value) == "busy" and len(session.ids) == updates.ATTEMPTS
+
+
+def test_after_taking_a_message_the_api_waits_out_busy_instead_of_answering_503(monkeypatch: pytest.MonkeyPatch) -> None:
+    """POST /sessions/{id}/messages with `wait`: the message was taken; waiting for the session to
+    settle met `busy` for longer than the retries, and the caller got 503 "nothing was applied",
+    so sending it again would send the message twice. It gets the session as it stands instead."""
+    from hitl.api import gateway, sessions
+
+    waits: list[int] = []
+
+    async def busy_then_settled(request: Any, session_id: str, update: Any, payload: Any) -> Any:
+        waits.append(payload["after_event"])
+        if len(waits) < 3:
+            raise gateway.Refused("busy", "the session is checking something with its worker")
+        return {"status": {"state": "idle"}, "pending": [], "event": 9}
+
+    async def never_busy(request: Any, session_id: str, update: Any, payload: Any) -> Any:
+        raise gateway.Refused("conflict", "the session is closed")
+
+    monkeypatch.setattr(sessions, "send_update", busy_then_settled)
+    assert asyncio.run(sessions.settle(None, "s", 4))["status"] == {"state": "idle"}  # type: ignore[arg-type]
+    assert waits == [4, 4, 4]
+    monkeypatch.setattr(sessions, "send_update", never_busy)
+    with pytest.raises(gateway.Refused):
+        asyncio.run(sessions.settle(None, "s", 4))  # type: ignore[arg-type]
