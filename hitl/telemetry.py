@@ -9,9 +9,9 @@ Traces go through `temporalio.contrib.opentelemetry.TracingInterceptor` on every
 (worker, API, starter), so an API request, the workflow it signals and the model and
 tool activities that follow are one trace. `HITL_OTEL=1` or the standard
 `OTEL_EXPORTER_OTLP_ENDPOINT` turns them on; the exporter and the service name come
-from the standard `OTEL_*` variables. Temporal's contrib module needs opentelemetry-sdk
-(`temporalio[opentelemetry]`), which the lock files do not carry yet: without it, HITL_OTEL=1
-stops a process at start with that reason, and an endpoint alone is warned about and ignored.
+from the standard `OTEL_*` variables. Temporal's contrib module needs opentelemetry-sdk (the
+`tracing` extra, which the runtime lock file does not carry): without it, HITL_OTEL=1 stops a
+process at start with that reason, and an endpoint alone is warned about and ignored.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any, Mapping
 
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
-NEEDS_SDK = ("tracing needs opentelemetry-sdk (pip install 'temporalio[opentelemetry]'), "
-             "and an exporter to send spans to (pip install opentelemetry-exporter-otlp)")
+NEEDS_SDK = ("tracing needs opentelemetry-sdk and an exporter to send spans to: "
+             "pip install 'hitl-agent[tracing]' (or -e '.[tracing]' in a checkout)")
 
 
 class TelemetryError(ValueError):

@@ -67,7 +67,11 @@ def create_app(
 ) -> FastAPI:
     """The app; `client`, `task_queue` and `policy` default to the environment's (tests pass their
     own). A malformed HITL_API_TOKENS or HITL_POLICY file raises here, before anything is served."""
-    app = FastAPI(title="hitl-agent", description="A durable human-in-the-loop agent on Temporal")
+    # FastAPI's own telemetry stays off: it would open a second server span per request, in a
+    # trace of its own, and record the query string, where an event stream's ticket travels.
+    # The request span and metrics are hitl/api/observed.py's (path and route only).
+    app = FastAPI(title="hitl-agent", description="A durable human-in-the-loop agent on Temporal",
+                  telemetry={"tracing": False, "metrics": False, "logs": False})
     app.state.codec = payload_codec
     app.state.tokens = tokens if tokens is not None else TokenBook.from_env()
     app.state.policy = operator_policy() if isinstance(policy, str) else policy

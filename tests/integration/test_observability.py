@@ -190,7 +190,6 @@ def test_both_are_off_by_default() -> None:
 @pytest.fixture(scope="module")
 def spans() -> Any:
     """The real OpenTelemetry SDK, keeping every finished span in memory (set once per process)."""
-    pytest.importorskip("opentelemetry.sdk", reason="tracing needs opentelemetry-sdk (temporalio[opentelemetry])")
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor

@@ -55,5 +55,9 @@ class _Outbound(OutboundInterceptor):
 
 
 def without_patience(client: Client) -> Client:
-    """The same connection, converter and namespace, without the tests' interceptors."""
-    return Client(client.service_client, namespace=client.namespace, data_converter=client.data_converter)
+    """The same connection, converter, namespace and interceptors (tracing among them), without
+    the tests' patience."""
+    config = client.config()
+    interceptors = [interceptor for interceptor in config["interceptors"] if not isinstance(interceptor, PatientUpdates)]
+    return Client(client.service_client, namespace=client.namespace, data_converter=client.data_converter,
+                  interceptors=interceptors)
