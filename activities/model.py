@@ -64,7 +64,6 @@ class ModelActivities:
             async with heartbeating():
                 model_request, checked = await self.resolve(request)
                 reply = bounded_reply(await self.backend.complete(model_request))
-            reply = with_catalog_plans(reply, model_request)
             if isinstance(request, ConversationRef):
                 CACHE.remember(request, model_request, reply, checked)
             return reply
@@ -115,16 +114,6 @@ async def judge_calls(request: JudgementRequest) -> Judgement:
     except PolicyError as error:
         policy, problem = None, str(error)
     return judge(request, offered, policy, problem)
-
-
-def with_catalog_plans(reply: ModelReply, request: ModelRequest) -> ModelReply:
-    """The catalog's verdict on each call, recorded with the reply (see workflows/planning.py).
-
-    Computed here, after the backend answered, so no backend can set it.
-    """
-    names = [tool["function"]["name"] for tool in request.tools]
-    offered = {name: spec for name in names if (spec := CATALOG.get(name)) is not None}
-    return reply.model_copy(update={"catalog_plans": catalog_plans(reply, offered)})
 
 
 @asynccontextmanager

@@ -45,13 +45,25 @@ from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
 # The sandbox re-imports every module a workflow uses, once per workflow run.
 # pydantic and our pure modules are deterministic: sharing them saves most of a
 # megabyte and the model-building time per cached session.
-SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
-    "pydantic", "pydantic_core", "annotated_types", "typing_inspection",
+PURE_MODULES = (
     "workflows.conversation", "workflows.forms", "workflows.pauses", "workflows.planning",
     "workflows.requests", "workflows.rules", "workflows.session", "workflows.limits", "workflows.handover",
     "workflows.events", "workflows.metrics", "workflows.identity", "workflows.proofs", "workflows.visibility",
-    "workflows.policy", "workflows.patches", "workflows.decisions", "workflows.transcript_index", "cryptography",
-    "hitl.catalog", "jsonschema",
+    "workflows.policy", "workflows.patches", "workflows.decisions", "workflows.transcript_index",
+    "workflows.contract", "workflows.deciders", "workflows.arity", "hitl.catalog",
+)
+# The workflow's own code besides workflows/agent.py: the mixins it is made of. Shared too, as the
+# import per session was a tenth of a busy worker's time (docs/evidence.md); what the sandbox
+# would have caught in them (a clock, randomness, I/O) tests/unit/test_sandbox_passthrough.py
+# refuses instead. workflows/agent.py itself stays sandboxed.
+WORKFLOW_MIXINS = (
+    "workflows.handlers", "workflows.inbound", "workflows.views", "workflows.waiting", "workflows.judging",
+    "workflows.starting", "workflows.continuing", "workflows.closing", "workflows.recorder",
+    "workflows.activity_calls",
+)
+SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
+    "pydantic", "pydantic_core", "annotated_types", "typing_inspection", "cryptography", "jsonschema",
+    *PURE_MODULES, *WORKFLOW_MIXINS,
 )
 
 
