@@ -21,9 +21,12 @@ from tests.support.sessions import REPLAY_TIER_CACHE
 
 # The scenarios of a person and a session: pauses of every kind, decisions and refusals,
 # hand-overs, timeouts, recovery, the real openai client. Not here: files that start the
-# product's own processes (tests/system/), and tests/integration/test_review_and_rules.py, whose
-# model activity queries the workflow back on every step (a whole replay per query at cache 0).
+# product's own processes (tests/system/). test_review_and_rules.py joined once the model
+# activity stopped querying the workflow on every step (activities/conversation_cache.py): 3 runs
+# in 3 beside two CPU hogs at cache 0.
 TIER = [
+    "tests/integration/test_review_and_rules.py",
+    "tests/integration/test_forged_completions.py",
     "tests/integration/test_seed_flows.py",
     "tests/integration/test_escalation_and_interrupts.py",
     "tests/integration/test_continue_as_new.py",
