@@ -1,7 +1,7 @@
 """Many sessions at once on one worker: the product against the engine's floor, in one run.
 
     python -m bench.throughput [--sessions 40] [--tool-steps 10] [--rounds 3]
-                               [--text-bytes 500] [--model-seconds 0] [--designs product floor]
+                               [--text-bytes 500] [--model-seconds 0] [--designs product unsandboxed floor]
 
 One dev server (file-backed SQLite, the demo's pragmas, its Prometheus
 endpoint on a port of its own); for each design and round a fresh worker
@@ -15,8 +15,11 @@ median over the rounds, and the ratios compare figures of the same run.
 - product: AgentWorkflow (the model activity reads the conversation through a
            reference, the calls are judged in the worker, search attributes
            and memo published for inboxes);
+- unsandboxed: the product on a worker with HITL_WORKFLOW_SANDBOX=off (its
+           workflow outside Temporal's sandbox, docs/production.md);
 - floor:   bench/raw_agent.py's RawLongAgent, whose every model activity is
-           passed the whole conversation: the least a durable agent does.
+           passed the whole conversation: the least a durable agent does
+           (in the sandbox, as the SDK runs any workflow by default).
 
 Per tool step (the answer's model call is part of the turn's cost):
 
@@ -69,7 +72,7 @@ from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop
 from workflows.session import DEFAULT_SYSTEM_PROMPT
 
 ROOT = Path(__file__).resolve().parent.parent
-DESIGNS = ("product", "floor")
+DESIGNS = ("product", "unsandboxed", "floor")
 MESSAGE = "work through the long task"
 WARMUP_SESSIONS = 2  # first-run imports and caches are not the steady state
 POLL_SECONDS = 0.1
@@ -143,7 +146,7 @@ def start_worker(design: str, address: str, task_queue: str, folder: Path, tool_
 
 
 def session_input(design: str, tool_steps: int) -> tuple[str, dict[str, Any]]:
-    if design == "product":
+    if design != "floor":
         return "AgentWorkflow", {"message": MESSAGE, "max_steps": tool_steps + 1, "tools": [TOOL]}
     return "RawLongAgent", {
         "message": MESSAGE, "max_steps": tool_steps + 1, "system": DEFAULT_SYSTEM_PROMPT,
@@ -152,7 +155,7 @@ def session_input(design: str, tool_steps: int) -> tuple[str, dict[str, Any]]:
 
 
 def done_query(design: str, task_queue: str) -> str:
-    if design == "product":
+    if design != "floor":
         return f"TaskQueue = '{task_queue}' AND HitlState = 'idle'"
     return f"TaskQueue = '{task_queue}' AND ExecutionStatus = 'Completed'"
 

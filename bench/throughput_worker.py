@@ -1,6 +1,6 @@
 """One worker process for bench/throughput.py: the product's or the floor's, with the same script.
 
-    python -m bench.throughput_worker --design product|floor --address HOST:PORT
+    python -m bench.throughput_worker --design product|unsandboxed|floor --address HOST:PORT
         --task-queue Q --workspace DIR --steps 11 --text-bytes 500 --model-seconds 0
         --calls-file FILE
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import signal
 import time
@@ -94,8 +95,9 @@ class TimedModel(LongTurnModel):
 
 def make_worker(client: Client, design: str, task_queue: str, workspace: Path, model: TimedModel) -> Worker:
     tuning = WorkerTuning.from_env()
-    if design == "product":
-        return build_worker(client, task_queue, model, workspace, tuning=tuning)
+    if design in ("product", "unsandboxed"):
+        return build_worker(client, task_queue, model, workspace,
+                            tuning=dataclasses.replace(tuning, sandbox=design == "product" and tuning.sandbox))
     compile_once(["bench.raw_agent"])  # as build_worker does for the product's workflow modules
     activities = FloorActivities(model)
     return Worker(client, task_queue=task_queue, workflows=[RawLongAgent],
@@ -116,7 +118,7 @@ async def serve(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--design", choices=("product", "floor"), required=True)
+    parser.add_argument("--design", choices=("product", "unsandboxed", "floor"), required=True)
     parser.add_argument("--address", required=True)
     parser.add_argument("--task-queue", required=True)
     parser.add_argument("--workspace", required=True)

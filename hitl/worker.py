@@ -19,7 +19,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
-from temporalio.worker import Worker, WorkerDeploymentConfig
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.mcp import McpConfigError, McpToolbox, toolbox_from_env
@@ -68,6 +68,7 @@ SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
 
 
 VERSIONING_BEHAVIORS = {"auto_upgrade": VersioningBehavior.AUTO_UPGRADE, "pinned": VersioningBehavior.PINNED}
+SWITCH = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,10 @@ class WorkerTuning:
     build_id: str | None = None
     deployment_name: str | None = None
     versioning_behavior: str = "auto_upgrade"
+    # Temporal's sandbox re-runs the workflow's module per session and checks every call it makes;
+    # off, a busy worker spends about a third less CPU per step (docs/evidence.md), and what the
+    # sandbox would catch is left to the tests, which always run with it (docs/production.md).
+    sandbox: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> WorkerTuning:
@@ -103,6 +108,9 @@ class WorkerTuning:
             except ValueError:
                 raise SystemExit(f"worker: {name} must be a number, not {text!r}") from None
 
+        sandbox = environ.get("HITL_WORKFLOW_SANDBOX", "on").strip().lower() or "on"
+        if sandbox not in SWITCH:
+            raise SystemExit(f"worker: HITL_WORKFLOW_SANDBOX must be on or off, not {sandbox!r}")
         behavior = environ.get("HITL_VERSIONING_BEHAVIOR", "auto_upgrade").strip().lower()
         if behavior not in VERSIONING_BEHAVIORS:
             raise SystemExit(f"worker: HITL_VERSIONING_BEHAVIOR must be one of {', '.join(VERSIONING_BEHAVIORS)}")
@@ -119,6 +127,7 @@ class WorkerTuning:
             build_id=environ.get("HITL_BUILD_ID") or None,
             deployment_name=environ.get("HITL_DEPLOYMENT_NAME") or None,
             versioning_behavior=behavior,
+            sandbox=SWITCH[sandbox],
         )
 
     def worker_options(self) -> dict[str, Any]:
@@ -148,6 +157,8 @@ class WorkerTuning:
     def describe(self) -> str:
         text = (f"cache {self.max_cached_workflows} sessions, {self.max_concurrent_activities} activities, "
                 f"sticky timeout {self.sticky_timeout_seconds:g} s, graceful shutdown {self.graceful_shutdown_seconds:g} s")
+        if not self.sandbox:
+            text += ", workflow sandbox off"
         if self.build_id:
             text += f", build {self.build_id}"
         if self.deployment_name:
@@ -182,19 +193,20 @@ def build_worker(
     model, notify = ModelActivities(observed(backend), client), NotifyActivities(workspace, notify_url)
     environment = SessionEnvironment(client)
     tools = tools or ToolActivities(workspace)
+    tuning = tuning or DEFAULT_TUNING
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[AgentWorkflow],
         activities=session_activities(model, tools, notify, environment),
-        workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX),
+        workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX) if tuning.sandbox else UnsandboxedWorkflowRunner(),
         # A signal or Update sent with no or several arguments; the Updates validators refuse, counted.
         interceptors=[OneArgument(), SessionMetrics()],
         # A rejected Update is answered with the request it rejects; the worker's own
         # size check would turn a caller's oversized Update into a task that fails for
         # ever. The server still refuses anything it would store over its limits.
         disable_payload_error_limit=True,
-        **(tuning or DEFAULT_TUNING).worker_options(),
+        **tuning.worker_options(),
     )
 
 

@@ -41,10 +41,10 @@ async def test_the_long_turn_table_has_every_row_and_the_product_stores_less_per
 
 
 # its own dev server and a worker process per design
-async def test_the_throughput_table_has_both_designs_and_every_session_finished() -> None:
+async def test_the_throughput_table_has_every_design_and_every_session_finished() -> None:
     phases = await throughput.run(sessions=2, tool_steps=2, rounds=1)
 
-    assert [phase.design for phase in phases] == ["product", "floor"]
+    assert [phase.design for phase in phases] == ["product", "unsandboxed", "floor"]
     for phase in phases:
         assert phase.finished == phase.sessions, f"{phase.design}: {phase.finished} of {phase.sessions} turns ended"
         assert phase.events["activity_task_scheduled"] == phase.sessions * (2 * phase.tool_steps + 1)
@@ -52,5 +52,5 @@ async def test_the_throughput_table_has_both_designs_and_every_session_finished(
         assert phase.requests["RespondActivityTaskCompleted"] > 0, "the server's counters were read"
         assert len(phase.overheads) == phase.sessions * phase.tool_steps, "every step's overhead, from the worker"
     printed = throughput.table(phases, "0 0 0").splitlines()
-    assert printed[2].startswith("product ") and printed[3].startswith("floor ")
-    assert "(x" in printed[2], "the product is given as a ratio to the floor"
+    assert printed[2].startswith("product ") and printed[3].startswith("unsandboxed ") and printed[4].startswith("floor ")
+    assert "(x" in printed[2] and "(x" in printed[3], "the product is given as a ratio to the floor"
