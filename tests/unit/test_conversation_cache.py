@@ -85,47 +85,37 @@ def test_a_view_that_is_not_the_whole_prefix_is_never_remembered() -> None:
     assert cache.request_for(reference([FIRST])) is None
 
 
-def test_a_session_that_named_every_tool_is_not_offered_a_tool_added_since() -> None:
-    """A session's tools are the ones it names, on a hit as through the query: a session that
-    named every tool of the catalog explicitly is not "all tools" once the catalog grows
-    (an MCP server that adds a tool), and must not be offered the new one."""
+def offered_once_the_catalog_grows(named: list[str], added: str) -> tuple[ModelRequest | None, list[dict]]:
+    """A session that named `named` takes a step; an MCP server then adds the tool `added`. What
+    memory offers for the next step, and what the `model_context` query would."""
     import dataclasses
 
     cache = ConversationCache()
-    named = CATALOG.names()
     answer = reply()
     asked = ModelRequest(messages=[SYSTEM, FIRST], tools=[spec.openai_schema() for spec in CATALOG.select(named)])
     cache.remember(reference([FIRST]), asked, answer, checked=False)
     cache.remember_tool_output("s", "call_1", "no documents")
     conversation = [FIRST, Conversation.assistant_message(answer), Conversation.tool_result("call_1", "no documents")]
-    CATALOG.add(dataclasses.replace(CATALOG.get(named[0]), name="zz_added_since"))
+    CATALOG.add(dataclasses.replace(CATALOG.get(CATALOG.names()[0]), name=added))
     try:
-        request = cache.request_for(reference(conversation))
-        the_query = [spec.openai_schema() for spec in CATALOG.select(named)]  # what model_context answers
-        assert request is None or request.tools == the_query
+        return cache.request_for(reference(conversation)), [spec.openai_schema() for spec in CATALOG.select(named)]
     finally:
-        CATALOG.remove("zz_added_since")
+        CATALOG.remove(added)
+
+
+def test_a_session_that_named_every_tool_is_not_offered_a_tool_added_since() -> None:
+    """A session's tools are the ones it names, on a hit as through the query: a session that
+    named every tool of the catalog explicitly is not "all tools" once the catalog grows
+    (an MCP server that adds a tool), and must not be offered the new one."""
+    request, the_query = offered_once_the_catalog_grows(CATALOG.names(), "zz_added_since")
+    assert request is None or request.tools == the_query
 
 
 def test_a_session_that_named_a_tool_the_catalog_lacked_is_offered_it_once_it_comes() -> None:
     """A session may name a tool no server offers yet; the query offers it as soon as an MCP
     server adds it, so a hit must not keep offering the list the first query read."""
-    import dataclasses
-
-    cache = ConversationCache()
-    named = [CATALOG.names()[0], "zz_not_yet_connected"]
-    answer = reply()
-    asked = ModelRequest(messages=[SYSTEM, FIRST], tools=[spec.openai_schema() for spec in CATALOG.select(named)])
-    cache.remember(reference([FIRST]), asked, answer, checked=False)
-    cache.remember_tool_output("s", "call_1", "no documents")
-    conversation = [FIRST, Conversation.assistant_message(answer), Conversation.tool_result("call_1", "no documents")]
-    CATALOG.add(dataclasses.replace(CATALOG.get(named[0]), name="zz_not_yet_connected"))
-    try:
-        request = cache.request_for(reference(conversation))
-        the_query = [spec.openai_schema() for spec in CATALOG.select(named)]  # what model_context answers
-        assert request is None or request.tools == the_query
-    finally:
-        CATALOG.remove("zz_not_yet_connected")
+    request, the_query = offered_once_the_catalog_grows([CATALOG.names()[0], "zz_not_yet_connected"], "zz_not_yet_connected")
+    assert request is None or request.tools == the_query
 
 
 def test_what_the_cache_keeps_is_bounded_in_bytes_not_only_in_entries() -> None:
