@@ -64,6 +64,7 @@ class ModelActivities:
             async with heartbeating():
                 model_request, checked = await self.resolve(request)
                 reply = bounded_reply(await self.backend.complete(model_request))
+            reply = with_catalog_plans(reply, model_request)
             if isinstance(request, ConversationRef):
                 CACHE.remember(request, model_request, reply, checked)
             return reply
@@ -114,6 +115,19 @@ async def judge_calls(request: JudgementRequest) -> Judgement:
     except PolicyError as error:
         policy, problem = None, str(error)
     return judge(request, offered, policy, problem)
+
+
+def with_catalog_plans(reply: ModelReply, request: ModelRequest) -> ModelReply:
+    """The catalog's verdict on each call, recorded with the reply (see workflows/planning.py).
+
+    Today's runs judge every call with a local activity and never take this (workflows/judging.py);
+    runs older than verdicts by local activity still plan from it, and without it would plan
+    live from whatever catalog replays them. Computed here, after the backend answered, so no
+    backend can set it. It goes when VERDICTS_BY_LOCAL_ACTIVITY is retired (workflows/patches.py).
+    """
+    names = [tool["function"]["name"] for tool in request.tools]
+    offered = {name: spec for name in names if (spec := CATALOG.get(name)) is not None}
+    return reply.model_copy(update={"catalog_plans": catalog_plans(reply, offered)})
 
 
 @asynccontextmanager

@@ -10,10 +10,11 @@ from typing import Any
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
+from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfigProfile
 
 from hitl.encryption import codec_from_setting
+from hitl.failure_converter import TolerantFailureConverter, TolerantFailureConverterWithEncodedAttributes
 from hitl.payload_converter import SharedPydanticPayloadConverter
 from hitl.telemetry import client_interceptors
 
@@ -22,8 +23,10 @@ DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
 
 
-# pydantic's converter, one instance for the process (hitl/payload_converter.py).
-PLAIN = dataclasses.replace(pydantic_data_converter, payload_converter_class=SharedPydanticPayloadConverter)
+# pydantic's converter, one instance for the process (hitl/payload_converter.py); failures whose
+# details cannot be read are read without them (hitl/failure_converter.py).
+PLAIN = dataclasses.replace(pydantic_data_converter, payload_converter_class=SharedPydanticPayloadConverter,
+                            failure_converter_class=TolerantFailureConverter)
 
 
 def data_converter(encryption_key: str | None) -> DataConverter:
@@ -38,7 +41,7 @@ def data_converter(encryption_key: str | None) -> DataConverter:
     return dataclasses.replace(
         PLAIN,
         payload_codec=codec,
-        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+        failure_converter_class=TolerantFailureConverterWithEncodedAttributes,
     )
 
 

@@ -64,13 +64,15 @@ class UnreadableResult(Exception):
     """An activity's result that is not of its type, or that the codec could not open."""
 
 
-def read_result(raw: RawValue, result_type: type[T]) -> T:
+def read_result(raw: RawValue | None, result_type: type[T]) -> T:
     """An activity's result, read by the workflow rather than by the SDK.
 
     Anyone who reaches the Temporal frontend can complete an activity by its id, with any payload.
     Read by the SDK as the activation is applied, a payload that is not a `ModelReply` (or is
     sealed under a key id the worker lacks) fails the workflow task on every retry and strands the
     session; read here, it is a failed call that the loop reports and moves on from."""
+    if raw is None:  # completed with no payload at all
+        raise UnreadableResult("the activity was completed with no result")
     reason = unreadable_reason(raw.payload.metadata)
     if reason is not None:
         raise UnreadableResult(f"unreadable payload: {reason}")

@@ -47,12 +47,10 @@ class ChatMessage(BaseModel):
 class ModelReply(BaseModel):
     """What one model call produced: text, tool calls, or both.
 
-    `catalog_plans` is the verdict on each call (workflows/planning.py). The
-    workflow sets it from its own local activity (workflows/judging.py); the
-    model activity set it too until that activity's result stopped being
-    taken as a verdict (anyone who reaches the frontend can complete it), so
-    replies recorded back then carry it, and sessions from before verdicts by
-    local activity replay with it.
+    `catalog_plans` is what the worker's tool catalog said of each call when
+    the reply came (workflows/planning.py): recorded with the reply, so a
+    session replays with the approval settings it ran with. Today's runs
+    take their verdicts from a local activity instead (workflows/judging.py).
     """
 
     content: str | None = None

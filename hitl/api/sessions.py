@@ -42,6 +42,7 @@ router = APIRouter(prefix="/sessions", tags=["sessions"])
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$")
 SESSION_MEMO = "hitl_session"
 SETTLE_ROUNDS = 50  # a session that hands over this often during one turn is answered as running
+SETTLE_PAUSE_SECONDS = 0.05  # before asking again, doubling up to 1 s (about 45 s in all)
 
 
 class Started(BaseModel):
@@ -88,9 +89,11 @@ def session_input(body: dict[str, Any], person: str, policy: Any = None) -> tupl
 async def settle(request: Request, session_id: str, after_event: int, settled: dict[str, Any] | None = None) -> dict[str, Any]:
     """Once the session has stopped running after event `after_event`: `wait_until_settled`
     answers `running` when the session hands over to a new run, and is asked again."""
-    for _ in range(SETTLE_ROUNDS):
+    for round_no in range(SETTLE_ROUNDS):
         if settled is not None and settled["status"]["state"] != "running":
             break
+        if round_no:  # answered while handing over (which may wait a minute for a webhook): not at once again
+            await asyncio.sleep(min(SETTLE_PAUSE_SECONDS * 2 ** (round_no - 1), 1.0))
         try:
             settled = await send_update(request, session_id, WAIT_UNTIL_SETTLED, {"after_event": after_event})
         except Refused as refusal:

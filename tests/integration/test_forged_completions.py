@@ -1,6 +1,6 @@
 """An activity completed by someone else, with a payload that is not its result, is a failed call.
 
-Anyone who reaches the Temporal frontend can complete an activity by its id, with any payload.
+Anyone who reaches the Temporal frontend can complete or fail an activity by its id, with any payload.
 Before the fix the SDK read the model's and the tools' results as their types while it applied
 the workflow activation, outside the workflow's code: a payload that is not a `ModelReply` (plain
 JSON will do) or one sealed under a key id the worker lacks failed the workflow task on every
@@ -23,6 +23,7 @@ from temporalio import activity
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import RawValue
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.model import heartbeating
@@ -38,11 +39,13 @@ from tests.support.stack import new_key
 from workflows.agent import AgentWorkflow
 from workflows.contract import RUN_TOOL
 
-FORGED = {
+FORGED: dict[str, Payload | None] = {
     # sealed under a key id the worker does not hold: the codec hands it on unreadable
     "unknown key": Payload(metadata={"encoding": ENCODING, KEY_ID_METADATA: b"nobody-holds-this"}, data=os.urandom(64)),
     # no encryption trick at all: JSON that is neither a model reply nor a tool's text
     "wrong shape": Payload(metadata={"encoding": b"json/plain"}, data=b'{"tool_calls": "not a list"}'),
+    # completed with no payload at all
+    "nothing": None,
 }
 
 
@@ -89,11 +92,18 @@ async def forge_completion(forger: Client, handle: WorkflowHandle[Any, Any], act
         return next((a.activity_id for a in pending if a.activity_type.name == activity_type), None)
 
     activity_id = await eventually(started, lambda found: found is not None)
-    await forger.get_async_activity_handle(workflow_id=handle.id, run_id=None, activity_id=activity_id).complete(
-        RawValue(FORGED[how]))
+    forged = forger.get_async_activity_handle(workflow_id=handle.id, run_id=None, activity_id=activity_id)
+    if how == "failure details":
+        # a failure whose details no converter reads (hitl/failure_converter.py)
+        await forged.fail(ApplicationError("forged", RawValue(Payload(metadata={"encoding": b"binary/whatever"})),
+                                           non_retryable=True))
+    elif FORGED[how] is None:
+        await forged.complete()
+    else:
+        await forged.complete(RawValue(FORGED[how]))
 
 
-@pytest.mark.parametrize("how", sorted(FORGED))
+@pytest.mark.parametrize("how", [*sorted(FORGED), "failure details"])
 async def test_a_forged_model_completion_fails_the_model_call_and_the_session_goes_on(
         env: WorkflowEnvironment, workspace: Path, how: str) -> None:
     sealed, forger = await clients(env)
@@ -103,14 +113,15 @@ async def test_a_forged_model_completion_fails_the_model_call_and_the_session_go
                                              id=f"forged-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
         await forge_completion(forger, handle, "call_model", how)
         status = await eventually(lambda: query(handle, "status"), lambda s: s["state"] == "idle")
-        assert "model call failed: its result could not be read" in status["error"], status
+        expected = "model call failed: forged" if how == "failure details" else "model call failed: its result could not be read"
+        assert expected in status["error"], status
         await handle.signal("user_message", {"text": "search for milk"})
         status = await eventually(lambda: query(handle, "status"), lambda s: s["state"] == "idle" and s["turn"] == 2)
         assert status["error"] is None and status["last_answer"], status
         await assert_no_failed_workflow_task(handle)
 
 
-@pytest.mark.parametrize("how", sorted(FORGED))
+@pytest.mark.parametrize("how", [*sorted(FORGED), "failure details"])
 async def test_a_forged_tool_completion_is_an_error_the_model_reads(
         env: WorkflowEnvironment, workspace: Path, how: str) -> None:
     sealed, forger = await clients(env)
@@ -121,5 +132,6 @@ async def test_a_forged_tool_completion_is_an_error_the_model_reads(
         await forge_completion(forger, handle, "run_tool", how)
         await eventually(lambda: query(handle, "status"), lambda s: s["state"] == "idle")
         results = [m["content"] for m in await query(handle, "transcript") if m["role"] == "tool"]
-        assert len(results) == 1 and "its result could not be read" in results[0], results
+        expected = "failed: forged" if how == "failure details" else "its result could not be read"
+        assert len(results) == 1 and expected in results[0], results
         await assert_no_failed_workflow_task(handle)

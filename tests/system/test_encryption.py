@@ -225,7 +225,9 @@ def test_the_worker_stops_at_start_on_a_malformed_key_and_says_why() -> None:
 def test_without_a_key_nothing_changes() -> None:
     for plain in (data_converter(None), data_converter("")):
         assert plain.payload_codec is None
-        assert plain.failure_converter_class is pydantic_data_converter.failure_converter_class
+        # the SDK's failure converter, reading details it cannot decode as raw (hitl/failure_converter.py)
+        assert issubclass(plain.failure_converter_class, pydantic_data_converter.failure_converter_class)
+        assert not plain.failure_converter_class()._encode_common_attributes
         # pydantic's converter, one instance for the process (hitl/payload_converter.py)
         assert issubclass(plain.payload_converter_class, PydanticPayloadConverter)
         assert plain.payload_converter_class() is plain.payload_converter_class()

@@ -84,9 +84,30 @@ def test_after_taking_a_message_the_api_waits_out_busy_instead_of_answering_503(
     async def never_busy(request: Any, session_id: str, update: Any, payload: Any) -> Any:
         raise gateway.Refused("conflict", "the session is closed")
 
+    monkeypatch.setattr(sessions, "SETTLE_PAUSE_SECONDS", 0.0)
     monkeypatch.setattr(sessions, "send_update", busy_then_settled)
     assert asyncio.run(sessions.settle(None, "s", 4))["status"] == {"state": "idle"}  # type: ignore[arg-type]
     assert waits == [4, 4, 4]
     monkeypatch.setattr(sessions, "send_update", never_busy)
     with pytest.raises(gateway.Refused):
         asyncio.run(sessions.settle(None, "s", 4))  # type: ignore[arg-type]
+
+
+def test_while_the_session_answers_running_the_api_asks_again_ever_less_often(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that hands over answers every waiter at once, and may wait a minute for a webhook
+    before it goes: asked again at once, fifty Updates went into its history in a moment."""
+    from hitl.api import sessions
+
+    pauses: list[float] = []
+
+    async def running(request: Any, session_id: str, update: Any, payload: Any) -> Any:
+        return {"status": {"state": "running"}, "pending": [], "event": 1}
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+
+    monkeypatch.setattr(sessions, "send_update", running)
+    monkeypatch.setattr(sessions.asyncio, "sleep", sleep)
+    assert asyncio.run(sessions.settle(None, "s", 0))["status"]["state"] == "running"  # type: ignore[arg-type]
+    assert len(pauses) == sessions.SETTLE_ROUNDS - 1
+    assert pauses[:3] == [0.05, 0.1, 0.2] and max(pauses) == 1.0 and sum(pauses) > 30
