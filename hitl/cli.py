@@ -14,7 +14,10 @@ import sys
 import uuid
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from hitl.exit_cleanly import exit_now
@@ -241,6 +244,12 @@ async def show_inbox(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+# How long a decision or a message waits for the session's answer: a worker takes it in
+# milliseconds; none at all leaves the Update waiting in Temporal, and the person should know.
+UPDATE_WAIT_SECONDS = float(os.environ.get("HITL_CLI_WAIT_SECONDS") or 120)
+UPDATE_NOTICE_SECONDS = min(10.0, UPDATE_WAIT_SECONDS / 2)  # when it says it is still waiting
+
+
 async def start(client: Client, settings: Settings, args: argparse.Namespace) -> int:
     request = payload(args, "message", "by", "model", "system_prompt", "max_steps",
                       "approval_timeout_seconds", "answer_timeout_seconds", "idle_timeout_seconds")
@@ -248,10 +257,15 @@ async def start(client: Client, settings: Settings, args: argparse.Namespace) ->
         request["tools"] = [name.strip() for name in args.tools.split(",") if name.strip()]
     session_id = args.session or f"session-{uuid.uuid4().hex[:8]}"
     summary, details = session_summary(request, session_id, started_with="starter.py start", encrypted=ENCRYPTED)
-    await client.start_workflow(
-        WORKFLOW, request, id=session_id, task_queue=settings.task_queue, result_type=WORKFLOW_RESULT,
-        static_summary=summary, static_details=details,
-    )
+    try:
+        await client.start_workflow(
+            WORKFLOW, request, id=session_id, task_queue=settings.task_queue, result_type=WORKFLOW_RESULT,
+            static_summary=summary, static_details=details,
+        )
+    except WorkflowAlreadyStartedError:
+        say(f"error: session {session_id} already exists and is still open: talk to it with "
+            f"`send {session_id} ...`, or choose another id", file=sys.stderr)
+        return 1
     if args.json:
         print_json({"session_id": session_id})
     else:
@@ -260,8 +274,18 @@ async def start(client: Client, settings: Settings, args: argparse.Namespace) ->
 
 
 async def update(handle: WorkflowHandle[Any, Any], request: Update[Any, Any], body: dict[str, Any], as_json: bool) -> int:
+    sending = asyncio.ensure_future(execute_update_retrying(handle, request, body))
     try:
-        result = await execute_update_retrying(handle, request, body)
+        done, _ = await asyncio.wait({sending}, timeout=UPDATE_NOTICE_SECONDS)
+        if not done:
+            say(f"(no answer from the session yet: waiting up to {UPDATE_WAIT_SECONDS:g} s for a worker to take it)",
+                file=sys.stderr)
+        result = await asyncio.wait_for(sending, UPDATE_WAIT_SECONDS - UPDATE_NOTICE_SECONDS)
+    except (asyncio.TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):  # the latter: the SDK's, once cancelled
+        say(f"error: the session did not answer within {UPDATE_WAIT_SECONDS:g} s: is a worker running "
+            "(`python worker.py`, on this task queue)? The request waits in Temporal and may still be applied "
+            "when a worker takes the session: look at `status` before you send it again", file=sys.stderr)
+        return 1
     except WorkflowUpdateFailedError as error:
         reason = reason_of(error)
         if as_json:

@@ -71,6 +71,15 @@ def is_listening(host: str, port: int) -> bool:
         return probe.connect_ex((host, port)) == 0
 
 
+class DevServerError(RuntimeError):
+    """The dev server would not start; the message says why, as its log did."""
+
+
+def last_line(log: Path) -> str:
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "it wrote nothing"
+
+
 def start_dev_server(db_file: Path, port: int = 7233, ui_port: int = 8233, log_file: Path | None = None,
                      extra_args: Sequence[str] = ()) -> subprocess.Popen[bytes]:
     """Start `temporal server start-dev` on a SQLite file and wait until it listens.
@@ -100,7 +109,8 @@ def start_dev_server(db_file: Path, port: int = 7233, ui_port: int = 8233, log_f
     deadline = time.monotonic() + 30
     while not is_listening("127.0.0.1", port):
         if process.poll() is not None:
-            raise RuntimeError(f"the dev server exited with {process.returncode}; see {log.name}")
+            raise DevServerError(f"the Temporal dev server exited with {process.returncode}: {last_line(Path(log.name))} "
+                                 f"(the whole log: {log.name})")
         if time.monotonic() > deadline:
             process.terminate()
             raise TimeoutError(f"the dev server did not listen on {port} within 30 s; see {log.name}")

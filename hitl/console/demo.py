@@ -21,7 +21,7 @@ from activities.model import backend_from_env
 from activities.tools import workspace as product_files
 from hitl.console.chat import Chat
 from hitl.console.startup import quiet_expected_failures
-from hitl.devserver import connect_when_ready, is_listening, start_dev_server, stop_dev_server
+from hitl.devserver import DevServerError, connect_when_ready, is_listening, start_dev_server, stop_dev_server
 from hitl.settings import Settings, connect
 from hitl.worker import build_worker
 
@@ -104,7 +104,12 @@ async def _run_demo(settings: Settings, session_id: str, by: str) -> int:
         STATE_FOLDER.mkdir(mode=0o700, exist_ok=True)
         STATE_FOLDER.chmod(0o700)  # also a folder an older demo made world-readable
         web_ui = ui_port()
-        server = start_dev_server(STATE_FOLDER / "temporal.db", port=int(port), ui_port=web_ui)
+        try:
+            server = start_dev_server(STATE_FOLDER / "temporal.db", port=int(port), ui_port=web_ui)
+        except DevServerError as error:
+            print(f"error: {error}; another port: TEMPORAL_ADDRESS=localhost:<port> or HITL_UI_PORT=<port> "
+                  "(./demo.sh --help)", file=sys.stderr)
+            return 1
         print(f"(Temporal dev server on {settings.address}, data in {STATE_FOLDER / 'temporal.db'}, "
               f"Web UI http://localhost:{web_ui})")
     else:

@@ -143,3 +143,25 @@ async def test_the_chat_renders_a_form_field_by_field(openai_agent) -> None:
     assert "refused: answer refused: class: 'first' is not one of ['economy', 'business']" in completed.stdout
     [item] = await agent.client.get_workflow_handle("form-1").query("pending")
     assert item["fields"][1]["choices"] == ["economy", "business"]
+
+
+async def test_starting_an_open_session_again_says_so_without_a_traceback(agent: Agent) -> None:
+    first = await starter(agent, "start", "hello", "--session", "cli-again")
+    assert first.returncode == 0, first.stderr
+    again = await starter(agent, "start", "hello", "--session", "cli-again")
+    assert again.returncode == 1 and "Traceback" not in again.stderr
+    assert "session cli-again already exists and is still open" in again.stderr
+
+
+async def test_a_decision_no_worker_takes_is_given_up_with_a_reason(agent: Agent) -> None:
+    """With no worker, `approve` printed nothing and waited for ever (a newcomer's first hour)."""
+    from workflows.agent import AgentWorkflow
+
+    await agent.client.start_workflow(AgentWorkflow.run, {"message": "please delete notes.txt"},
+                                      id="cli-no-worker", task_queue="nobody-polls-this-queue")
+    env = {**os.environ, "TEMPORAL_ADDRESS": address(agent), "HITL_TASK_QUEUE": "nobody-polls-this-queue",
+           "HITL_CLI_WAIT_SECONDS": "4"}
+    command = [sys.executable, str(ROOT / "starter.py"), "approve", "cli-no-worker", "--call", "call_1"]
+    waited = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+    assert waited.returncode == 1, (waited.stdout, waited.stderr)
+    assert "no answer from the session yet" in waited.stderr and "is a worker running" in waited.stderr

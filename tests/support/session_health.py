@@ -55,6 +55,22 @@ async def failed_workflow_tasks(handle: WorkflowHandle[Any, Any]) -> list[str]:
     return failures
 
 
+async def query_patiently(handle: WorkflowHandle[Any, Any], name: str, timeout: float = 60) -> Any:
+    """A query, asked again while it times out or the session is between runs, for up to `timeout`
+    seconds (times HITL_TEST_PATIENCE): on a busy machine one answer about a session of many
+    megabytes can take longer than one attempt's 5 s. A failed workflow task fails at once."""
+    current = handle._client.get_workflow_handle(handle.id)
+    deadline = asyncio.get_running_loop().time() + timeout * PATIENCE
+    while True:
+        try:
+            return await current.query(name, rpc_timeout=timedelta(seconds=5))
+        except Exception:  # noqa: BLE001  (a query can fail for a moment; a failed task cannot)
+            await assert_no_failed_workflow_task(handle)
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+        await asyncio.sleep(max(0.1, POLL_AT_LEAST_SECONDS))
+
+
 async def assert_no_failed_workflow_task(handle: WorkflowHandle[Any, Any]) -> None:
     failures = await failed_workflow_tasks(handle)
     assert not failures, f"{len(failures)} workflow task(s) failed: {failures[:3]}"
@@ -62,11 +78,10 @@ async def assert_no_failed_workflow_task(handle: WorkflowHandle[Any, Any]) -> No
 
 async def answers_queries(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
     """Every query of the current run, or the AssertionError saying which one failed and why."""
-    current = handle._client.get_workflow_handle(handle.id)
     answers = {}
     for name in QUERIES:
         try:
-            answers[name] = await current.query(name, rpc_timeout=timedelta(seconds=10))
+            answers[name] = await query_patiently(handle, name)
         except Exception as error:  # noqa: BLE001  (any failure is the finding)
             raise AssertionError(f"query {name} failed: {type(error).__name__}: {str(error)[:300]}") from None
     return answers
@@ -147,15 +162,15 @@ async def decide_sanely(handle: WorkflowHandle[Any, Any], item: dict[str, Any]) 
     return await eventually_settled(handle, call_id)
 
 
-async def eventually_settled(handle: WorkflowHandle[Any, Any], call_id: str, timeout: float = 30) -> str:
+async def eventually_settled(handle: WorkflowHandle[Any, Any], call_id: str, timeout: float = 60) -> str:
     """The audit event that settled `call_id`, once it has one."""
-    current = handle._client.get_workflow_handle(handle.id)
     settling = {"approved", "edited", "rejected", "answered", "timed_out", "cancelled"}
+    timeout *= PATIENCE
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
-        pending = await current.query("pending", rpc_timeout=timedelta(seconds=5))
+        pending = await query_patiently(handle, "pending")
         if all(p["call_id"] != call_id for p in pending):
-            events = [e["event"] for e in await current.query("audit", rpc_timeout=timedelta(seconds=5))
+            events = [e["event"] for e in await query_patiently(handle, "audit")
                       if e.get("call_id") == call_id and e["event"] in settling]
             if events:
                 return events[-1]
@@ -169,10 +184,10 @@ async def can_still_decide(handle: WorkflowHandle[Any, Any], workspace: Path) ->
     """What is pending is settled by a sane decision; with nothing pending, a new
     call is asked for and settled. Either way the session is healthy after."""
     current = handle._client.get_workflow_handle(handle.id)
-    pending = await current.query("pending", rpc_timeout=timedelta(seconds=5))
+    pending = await query_patiently(handle, "pending")
     if not pending:
         (workspace / "notes.txt").write_text("remember the milk\n")
-        turn = (await current.query("status", rpc_timeout=timedelta(seconds=5)))["turn"]
+        turn = (await query_patiently(handle, "status"))["turn"]
         await current.signal("user_message", {"text": "please delete notes.txt"})
         status = await wait_for_status(
             handle, lambda s: s["pending"] > 0 or s["state"] == "closed" or (is_settled(s) and s["turn"] > turn)
@@ -181,7 +196,7 @@ async def can_still_decide(handle: WorkflowHandle[Any, Any], workspace: Path) ->
             await assert_healthy(handle)
             return
         assert status["pending"] > 0, f"a new message led to no decision: error {status['error']!r}"
-        pending = await current.query("pending", rpc_timeout=timedelta(seconds=5))
+        pending = await query_patiently(handle, "pending")
     for item in pending:
         await decide_sanely(handle, item)
     await assert_healthy(handle)

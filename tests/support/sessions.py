@@ -170,7 +170,7 @@ def parse_history_file_name(path: Path) -> tuple[str, str, str]:
 
 
 async def eventually(
-    probe: Callable[[], Awaitable[T]], until: Callable[[T], bool], timeout: float = 30, every: float = 0.05
+    probe: Callable[[], Awaitable[T]], until: Callable[[T], bool], timeout: float = 60, every: float = 0.05
 ) -> T:
     """Poll a query until what it returns satisfies `until`; fail with the last value.
 

@@ -42,3 +42,17 @@ def test_a_ctrl_c_meant_for_the_demo_does_not_reach_its_dev_server(tmp_path: Pat
         assert os.getpgid(process.pid) != os.getpgid(0)
     finally:
         stop_dev_server(process)
+
+
+def test_a_dev_server_that_cannot_start_says_why_in_one_line(tmp_path: Path) -> None:
+    """A newcomer whose UI port was taken got a traceback ending "see .hitl/temporal.log"."""
+    import socket
+
+    from hitl.devserver import DevServerError
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(DevServerError) as refused:
+            start_dev_server(tmp_path / "temporal.db", port=free_port(), ui_port=taken.getsockname()[1])
+    assert "address already in use" in str(refused.value) and "temporal.log" in str(refused.value)

@@ -441,6 +441,7 @@ async def test_the_guided_path_works_as_printed(env: WorkflowEnvironment, checko
     since = datetime.now(timezone.utc)
     printed = Printed(GUIDED_SECTION, checkout, client.service_client.config.target_host)
     await printed.run("source .venv/bin/activate")
+    await printed.run("mkdir -p .hitl")  # the server's database folder, on a checkout that never ran the demo
     printed.take(DEV_SERVER)  # the test's own server stands in for it (TEMPORAL_ADDRESS)
     await printed.run("source .venv/bin/activate")
     worker = printed.start("python worker.py")
