@@ -35,6 +35,7 @@ LEFT_TO_USER = {
     "HITL_METRICS_PORT": "metrics are off by default: set it, and publish the port, where Prometheus scrapes (docs/observability.md)",
     "HITL_API_METRICS_PORT": "likewise for the API's own metrics",
     "HITL_OTEL": "tracing needs the tracing extra in your image (docs/observability.md)",
+    "HITL_CLI_WAIT_SECONDS": "how long starter.py waits for an answer: the person's shell, not the services",
     "HITL_API_TOKENS": "people's tokens are yours: mount a tokens file on the api service and name it (README, HTTP API)",
     "HITL_POLICY": "the operator's policy is yours: mount the file on the worker and api services and name it",
     "HITL_ALLOWED_HOSTS": "the published port answers to localhost; list your proxy's name if you put one in front",
