@@ -9,6 +9,7 @@ gets (503 while Temporal is unreachable, no framing).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
@@ -56,6 +57,13 @@ def ui_origins() -> list[str]:
     return [origin.strip() for origin in setting.split(",") if origin.strip()]
 
 
+# FastAPI 0.165 and later trace requests themselves (Python 3.10 installs an older one, which does not).
+NATIVE_TELEMETRY_OFF: dict[str, Any] = (
+    {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
+    if "telemetry" in inspect.signature(FastAPI.__init__).parameters else {}
+)
+
+
 def create_app(
     payload_codec: PayloadCodec | None = DATA_CONVERTER.payload_codec,
     *,
@@ -71,7 +79,7 @@ def create_app(
     # trace of its own, and record the query string, where an event stream's ticket travels.
     # The request span and metrics are hitl/api/observed.py's (path and route only).
     app = FastAPI(title="hitl-agent", description="A durable human-in-the-loop agent on Temporal",
-                  telemetry={"tracing": False, "metrics": False, "logs": False})
+                  **NATIVE_TELEMETRY_OFF)
     app.state.codec = payload_codec
     app.state.tokens = tokens if tokens is not None else TokenBook.from_env()
     app.state.policy = operator_policy() if isinstance(policy, str) else policy

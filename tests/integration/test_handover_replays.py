@@ -93,10 +93,13 @@ async def test_every_run_of_a_session_that_hands_over_under_a_storm_replays(env:
             status = await eventually(lambda: query(latest, "status"), lambda s: s["state"] == "idle" and s["turn"] >= TURNS + 1, timeout=60)
         finally:
             stop.set()
-            sent = sum(await asyncio.gather(*storms))
+            sent = sum(await asyncio.wait_for(asyncio.gather(*storms), 120))
             if DUMP_TO:
                 for history in await runs_of(env.client, session.id, session.first_execution_run_id):
                     Path(DUMP_TO, f"{history.run_id}.json").write_text(history.to_json())
+        # The storm may have woken the idle session into one more hand-over: the newest run answers
+        # once it has run its first task, so every run replayed below is one a worker ran.
+        await eventually(lambda: query(latest, "status"), lambda s: s["state"] == "idle", timeout=60)
         histories = await runs_of(env.client, session.id, session.first_execution_run_id)
         failed = await session_failures(session)
 
@@ -106,7 +109,7 @@ async def test_every_run_of_a_session_that_hands_over_under_a_storm_replays(env:
     replayer = Replayer(workflows=[AgentWorkflow], data_converter=DATA_CONVERTER,
                         workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX))
     for history in histories:
-        result = await replayer.replay_workflow(WorkflowHistory.from_json(session.id, history.to_json()),
-                                                raise_on_replay_failure=False)
+        result = await asyncio.wait_for(replayer.replay_workflow(
+            WorkflowHistory.from_json(session.id, history.to_json()), raise_on_replay_failure=False), 120)
         assert result.replay_failure is None, f"run {history.run_id}: {result.replay_failure}"
     assert status["turn"] == TURNS + 1
