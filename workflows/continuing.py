@@ -17,6 +17,9 @@ from workflows.events import EventLog
 from workflows.handover import DECIDED_KEPT, HISTORY_BYTES_LIMIT, RunState, newest, shrink_to_fit
 from workflows.transcript_index import transcript_index
 
+# How long a run waits, at a hand-over, for the timer whose task it continues as new in.
+HAND_OVER_TIMER = timedelta(milliseconds=1)
+
 
 class Continuing:
     """Mixed into AgentWorkflow: the loop asks `hand_over_if_long` at its boundaries; __init__ calls `resume`."""
@@ -48,21 +51,34 @@ class Continuing:
 
         Handlers and notifications still in flight finish first: Temporal
         drops an activity's result once its run has ended.
+
+        The run continues as new in the task its own timer starts. A local activity's result
+        can come in an activation of its own, with the signals of the same workflow task in the
+        next one: a run that continued as new on the result alone had chosen what to carry before
+        those signals were handled, and they were lost to the next run (a replay after a failed
+        task reproduces that split). A timer fires as an event, in one activation with every
+        signal of its task, and those are handled before the loop resumes.
         """
         self.handing_over = True  # Updates waiting for the session to settle answer now
-        await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
-        carried = shrink_to_fit(self.carry(), self.conversation)
+        carried = await self.carry_once_settled()
         if carried is not None and self.behaviours.indexes_transcript():
             await self.keep_transcript_index()
             # Signals that came meanwhile are in the state now: carry that, not the state before.
-            await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
-            carried = shrink_to_fit(self.carry(), self.conversation)
+            carried = await self.carry_once_settled()
+        if carried is not None and self.behaviours.hands_over_in_a_timer_task:
+            await workflow.sleep(HAND_OVER_TIMER, summary="hand over in a task of its own")
+            carried = await self.carry_once_settled()
         if carried is None:
             workflow.logger.warning("too much waits for people to hand over now; trying again once it settles")
             self.hand_over_blocked = True
             self.handing_over = False
             return
         workflow.continue_as_new(self.config.model_copy(update={"carried": carried.model_dump(mode="json")}))
+
+    async def carry_once_settled(self) -> RunState | None:
+        """What to carry once handlers and notifications in flight have finished; None when it does not fit."""
+        await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
+        return shrink_to_fit(self.carry(), self.conversation)
 
     async def keep_transcript_index(self) -> None:
         """This run's transcript by reference, recorded once in its history, so that it can be read

@@ -38,7 +38,7 @@ VERDICTS_BY_LOCAL_ACTIVITY = "catalog-verdicts-by-local-activity"
 VERDICTS_CACHED_PER_RUN = "catalog-verdicts-cached-per-run"
 # Runs that judge every reply's calls in the worker with the operator's policy, bind proofs to the
 # whole decision and refuse them across a reset, remember approvals only for their requester's
-# calls, and say on each pause why it waits. The newest: it implies every patch above.
+# calls, and say on each pause why it waits. It implies every patch above.
 AUTHORIZATION_MODEL = "operator-policy-bound-proofs-judged-calls"
 # Asked when a session closes / when a waiter arrives, not at run start (their markers sit there).
 CLOSE_AFTER_NOTIFICATIONS = "close-after-notifications"  # before it: closed with notifications in flight
@@ -46,6 +46,13 @@ WAITERS_BOUNDED = "wait-until-settled-bounded"  # before it: any number of wait_
 # Asked when a run hands over: before it, a run recorded no transcript index (workflows/transcript_index.py)
 # and its transcript was read back only through its queries, by replaying it.
 TRANSCRIPT_INDEX = "transcript-index-at-hand-over"
+# Runs that continue as new in the task of a timer of their own. Before it, a run could continue as
+# new in an activation that only resolved a local activity, and signals of the same workflow task,
+# handled in the next activation, were lost to the next run (workflows/continuing.py, hand_over).
+# The newest, asked at run start: it implies every patch above, those asked later too. (Asked at the
+# hand-over it would be wrong in a replay: a local activity's result that a run took in the task
+# after its marker's is replayed in the marker's task, before that later task's patch markers.)
+HAND_OVER_IN_A_TIMER_TASK = "hand-over-in-a-timer-task"
 
 
 @dataclass(frozen=True)
@@ -58,13 +65,17 @@ class Behaviours:
     verdicts_by_local_activity: bool = True
     verdicts_cached_per_run: bool = True
     authorization_model: bool = True
+    hands_over_in_a_timer_task: bool = True
 
     @classmethod
     def at_run_start(cls) -> Behaviours:
         """Asked before any local activity: a replay must meet the markers in the order they were made."""
-        if workflow.patched(AUTHORIZATION_MODEL):
+        if workflow.patched(HAND_OVER_IN_A_TIMER_TASK):
             return cls()
+        if workflow.patched(AUTHORIZATION_MODEL):
+            return cls(hands_over_in_a_timer_task=False)
         return cls(
+            hands_over_in_a_timer_task=False,
             hands_over_anywhere=workflow.patched(HAND_OVER_ANYWHERE),
             publishes_and_verifies=workflow.patched(PUBLISH_AND_VERIFY),
             edits_without_regexes=workflow.patched(EDITS_WITHOUT_REGEXES),
@@ -81,7 +92,7 @@ class Behaviours:
         return self.authorization_model
 
     def indexes_transcript(self) -> bool:
-        return workflow.patched(TRANSCRIPT_INDEX)
+        return self.hands_over_in_a_timer_task or workflow.patched(TRANSCRIPT_INDEX)
 
     def bounds_waiters(self) -> bool:
         return self.authorization_model or workflow.patched(WAITERS_BOUNDED)
