@@ -134,9 +134,18 @@ async def run_pages(handle: WorkflowHandle, offset: int, total: int) -> list[dic
     return items
 
 
+async def newest_run(client: Client, session_id: str) -> WorkflowHandle:
+    """The session's current run, pinned. A session may hand over while it is read (an idle one
+    does, in the tasks right after its last turn): read without a run id, the first page would come
+    from one run and the next from its successor, whose part starts later, and messages between
+    were skipped. Pinned, a read shows the session as it was when it began; a closed run still answers."""
+    run_id = (await client.get_workflow_handle(session_id).describe(rpc_timeout=RPC)).run_id
+    return client.get_workflow_handle(session_id, run_id=run_id)
+
+
 async def read_transcript(client: Client, session_id: str) -> list[dict[str, Any]] | None:
     """The whole transcript across every run, or None when only the queries can say it exactly."""
-    handle = client.get_workflow_handle(session_id)
+    handle = await newest_run(client, session_id)
     newest = await handle.query(TRANSCRIPT_PAGE.name, {"offset": None}, rpc_timeout=RPC)
     upto, earlier = newest["first_index"], newest["earlier_run_id"]
     own = await run_pages(handle, upto, newest["total"])

@@ -14,7 +14,7 @@ from typing import Any
 
 from temporalio.client import Client
 
-from hitl.client.run_history import read_transcript
+from hitl.client.run_history import newest_run, read_transcript
 from workflows.contract import TRANSCRIPT_PAGE
 
 RPC = timedelta(seconds=30)
@@ -68,7 +68,7 @@ async def read_all(client: Client, session_id: str, query: str, key: str) -> lis
 async def read_by_queries(client: Client, session_id: str, query: str, key: str) -> list[dict[str, Any]]:
     """A paginated query read whole, asking every run: each earlier run replays to answer."""
     items: list[dict[str, Any]] = []
-    handle = client.get_workflow_handle(session_id)
+    handle = await newest_run(client, session_id)
     newest = await handle.query(query, {"offset": None}, rpc_timeout=RPC)
     total, offset = newest["total"], 0
     run_for: dict[str, Any] = {"run_id": None, "first": newest["first_index"], "earlier": newest["earlier_run_id"]}
