@@ -76,7 +76,11 @@ class Continuing:
         workflow.continue_as_new(self.config.model_copy(update={"carried": carried.model_dump(mode="json")}))
 
     async def carry_once_settled(self) -> RunState | None:
-        """What to carry once handlers and notifications in flight have finished; None when it does not fit."""
+        """What to carry once handlers and notifications in flight have finished; None when it does not fit.
+
+        After the hand-over's timer nothing it waits for may be a local activity (notifications are
+        ordinary activities, handlers await none): a local activity's result could come alone again.
+        """
         await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
         return shrink_to_fit(self.carry(), self.conversation)
 

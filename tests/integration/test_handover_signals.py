@@ -34,7 +34,8 @@ def signals_in(recorded: WorkflowHistory) -> int:
 
 
 def signals_after_the_last_local_activity(log: ActivationLog) -> int:
-    """Signal jobs in activations of their own after the run's last local activity result: the race."""
+    """Signal jobs in activations of their own after the run's last activity result (here the
+    transcript index's local activity, the hand-over's last): the race."""
     last = max(i for i, a in enumerate(log.activations) if "resolve_activity" in a.jobs)
     return sum(a.jobs.count("signal_workflow") for a in log.activations[last + 1:] if set(a.jobs) == {"signal_workflow"})
 
