@@ -1,7 +1,7 @@
 """What Temporal's sandbox would catch in the workflow's own code, checked without it.
 
-The workflow's mixins and pure modules are passed through the sandbox (hitl/worker.py): imported
-once per worker instead of once per session. The sandbox no longer stands between them and a
+The workflow's code (workflows/agent.py, its mixins) and pure modules are passed through the
+sandbox (hitl/worker.py): imported once per worker instead of once per session. The sandbox no longer stands between them and a
 clock, randomness or I/O, so this test does: none of them may import such a module or read the
 wall clock, except in the few functions that run in the worker or the API and never in a workflow
 (listed below, each with who calls it).
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl.worker import PURE_MODULES, SANDBOX, WORKFLOW_MIXINS
+from hitl.worker import PURE_MODULES, SANDBOX, WORKFLOW_MODULES
 
 pytestmark = pytest.mark.unit
 
@@ -73,19 +73,18 @@ def source_of(module: str) -> str:
     return Path(spec.origin).read_text()
 
 
-@pytest.mark.parametrize("module", [*WORKFLOW_MIXINS, *(m for m in PURE_MODULES if m.startswith("workflows.")),
-                                    "workflows.agent"])
+@pytest.mark.parametrize("module", [*WORKFLOW_MODULES, *(m for m in PURE_MODULES if m.startswith("workflows."))])
 def test_the_workflow_code_reads_no_clock_randomness_or_world(module: str) -> None:
     assert offences(source_of(module), module) == []
 
 
-def test_every_workflow_module_but_the_workflow_itself_is_shared() -> None:
+def test_every_workflow_module_is_shared() -> None:
     """A new mixin or pure module left off the lists would be imported again for every session,
     and escape this test."""
     spec = importlib.util.find_spec("workflows.agent")
     assert spec is not None and spec.origin is not None
     folder = Path(spec.origin).parent
-    modules = {f"workflows.{path.stem}" for path in folder.glob("*.py")} - {"workflows.__init__", "workflows.agent"}
+    modules = {f"workflows.{path.stem}" for path in folder.glob("*.py")} - {"workflows.__init__"}
     assert modules - set(SANDBOX.passthrough_modules) == set()
 
 
