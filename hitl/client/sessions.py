@@ -31,9 +31,7 @@ class HistoryMeasure:
 
 async def run_ids(client: Client, session_id: str) -> list[str]:
     """Every run of a session, oldest first, by walking back from the newest."""
-    handle = client.get_workflow_handle(session_id)
-    description = await handle.describe(rpc_timeout=RPC)
-    runs = [description.run_id]
+    runs = [(await newest_run(client, session_id)).run_id]
     while True:
         history = await client.get_workflow_handle(session_id, run_id=runs[-1]).fetch_history(rpc_timeout=RPC)
         started = history.events[0].workflow_execution_started_event_attributes

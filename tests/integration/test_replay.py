@@ -14,15 +14,10 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowHistory
-from temporalio.worker import Replayer
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from hitl.settings import DATA_CONVERTER
 from tests.support import example_tools  # noqa: F401  (the corpus was recorded with these tools registered)
 from tests.support.sessions import Agent, eventually, parse_history_file_name, pending_items, query, settled
-from hitl.worker import SANDBOX
-from workflows.arity import OneArgument
-from workflows.agent import AgentWorkflow
+from tests.support.replaying import worker_replayer
 
 CORPUS = Path(__file__).resolve().parents[1] / "histories"
 RERECORD = "re-record with `HITL_RECORD_HISTORIES=tests/histories ./test.sh`"
@@ -158,14 +153,6 @@ CONTINUED_AS_NEW = [
 ]
 
 
-def replayer() -> Replayer:
-    return Replayer(
-        workflows=[AgentWorkflow], data_converter=DATA_CONVERTER,
-        workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX),
-        interceptors=[OneArgument()],  # as the worker has it (worker.py)
-    )
-
-
 def corpus() -> list[Path]:
     return sorted(CORPUS.glob("*.json"))
 
@@ -174,7 +161,7 @@ def corpus() -> list[Path]:
 async def test_recorded_history_replays(path: Path) -> None:
     _, workflow_id, _ = parse_history_file_name(path)
     history = WorkflowHistory.from_json(workflow_id, path.read_text())
-    await replayer().replay_workflow(history)
+    await worker_replayer().replay_workflow(history)
 
 
 LEGACY = CORPUS / "legacy"
@@ -188,7 +175,7 @@ async def test_sessions_recorded_by_earlier_versions_still_replay(path: Path) ->
     attributes, claims and verified decisions."""
     workflow_id = path.stem.split("--")[1]
     history = WorkflowHistory.from_json(workflow_id, path.read_text())
-    await replayer().replay_workflow(history)
+    await worker_replayer().replay_workflow(history)
 
 
 def test_the_corpus_holds_every_expected_scenario_run_by_run() -> None:
@@ -219,4 +206,4 @@ async def test_a_session_run_just_now_replays(agent: Agent) -> None:
     )
     await session.signal("reject", {"call_id": delete["call_id"], "reason": "no"})
     await settled(session)
-    await replayer().replay_workflow(await session.fetch_history())
+    await worker_replayer().replay_workflow(await session.fetch_history())

@@ -11,13 +11,11 @@ from typing import Any
 from temporalio.bridge.proto.workflow_activation import WorkflowActivation
 from temporalio.bridge.proto.workflow_completion import WorkflowActivationCompletion
 from temporalio.client import WorkflowHistory
-from temporalio.worker import Replayer, WorkflowInstance, WorkflowInstanceDetails
+from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from hitl.settings import DATA_CONVERTER
 from hitl.worker import SANDBOX
-from workflows.agent import AgentWorkflow
-from workflows.arity import OneArgument
+from tests.support.replaying import worker_replayer
 
 
 @dataclass
@@ -68,9 +66,5 @@ class _LoggingRunner(SandboxedWorkflowRunner):
 async def replay_logged(history: WorkflowHistory) -> ActivationLog:
     """Replay as the worker runs (sandboxed, its interceptors), failing on any nondeterminism."""
     log = ActivationLog()
-    replayer = Replayer(
-        workflows=[AgentWorkflow], data_converter=DATA_CONVERTER, interceptors=[OneArgument()],
-        workflow_runner=_LoggingRunner(log),
-    )
-    await replayer.replay_workflow(history)
+    await worker_replayer(_LoggingRunner(log)).replay_workflow(history)
     return log
