@@ -16,6 +16,7 @@ import jsonschema
 from jsonschema.exceptions import best_match
 from pydantic import BaseModel
 
+from hitl.catalog.bounded_regexes import REGEX_SECONDS, RegexBudget, TooSlowToCheck, bounded
 from hitl.catalog.specs import ToolContext, ToolSpec
 
 Runner = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
@@ -46,8 +47,8 @@ def without_regexes(validator_class: Any) -> Any:
     A server's regex can backtrack for hours on a short string ("^(a+)+$" on 40
     characters). In the workflow that fails every workflow task for ever (Temporal's
     deadlock detector) and pins a worker thread, so edited arguments are checked there
-    without these; the tool activity checks them whole (SchemaToolSpec.run) before
-    anything is sent to the server."""
+    without these; the tool activity checks them whole, each regex under a time limit
+    (hitl/catalog/bounded_regexes.py), before anything is sent to the server."""
     additional = validator_class.VALIDATORS.get("additionalProperties")
 
     def additional_properties(validator: Any, value: Any, instance: Any, schema: dict[str, Any]) -> Any:
@@ -62,13 +63,24 @@ def without_regexes(validator_class: Any) -> Any:
     })
 
 
-def validate_arguments(schema: dict[str, Any], args: dict[str, Any], regexes: bool = True) -> dict[str, Any]:
-    """`args` when they fit `schema`, else ArgumentsRejected with the most relevant error
-    (without `regexes`, the schema's regular expressions are not applied: see without_regexes)."""
+def validate_arguments(
+    schema: dict[str, Any], args: dict[str, Any], regexes: bool = True, regex_seconds: float | None = REGEX_SECONDS,
+) -> dict[str, Any]:
+    """`args` when they fit `schema`, else ArgumentsRejected with the most relevant error.
+
+    Without `regexes`, the schema's regular expressions are not applied (see without_regexes);
+    with them, all of them together get `regex_seconds` (hitl/catalog/bounded_regexes.py), or
+    as long as they take with None: only the replay of a session whose workflow applied them
+    itself, as it did when it was recorded."""
     validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     if not regexes:
         validator_class = without_regexes(validator_class)
-    error = best_match(validator_class(schema).iter_errors(args))
+    elif regex_seconds is not None:
+        validator_class = bounded(validator_class, RegexBudget(regex_seconds), schema)
+    try:
+        error = best_match(validator_class(schema).iter_errors(args))
+    except TooSlowToCheck as slow:
+        raise ArgumentsRejected(str(slow)) from None
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path)
         raise ArgumentsRejected(f"{where}: {error.message}" if where else error.message)

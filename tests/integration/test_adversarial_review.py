@@ -15,7 +15,7 @@ from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateStage
 from hitl.catalog import CATALOG, SchemaToolSpec, ToolContext
 from hitl.client.inbox import read_inbox
 from tests.support.api_server import api, signing_key  # noqa: F401  (fixtures)
-from tests.support.sessions import Agent, eventually, pending_items, query, settled
+from tests.support.sessions import Agent, eventually, in_time, pending_items, query, settled
 from tests.support.fake_openai import FakeOpenAI, text, tool_calls
 from tests.support.session_health import assert_healthy, assert_no_failed_workflow_task
 
@@ -27,13 +27,13 @@ async def test_many_approvers_do_not_fail_the_search_attribute_upsert(agent: Age
     session = await agent.start("please delete notes.txt", approvers={"delete_file": people})
     [item] = await pending_items(session)
     await eventually(lambda: query(session, "status"), lambda status: status["state"] == "awaiting_human")
-    await asyncio.sleep(1)  # the upsert's workflow task has completed (or failed)
-    await assert_healthy(session)
 
     async def inbox_of(person: str) -> list[Any]:
         return (await read_inbox(agent.client, task_queue=agent.task_queue, person=person)).items
 
+    # Listed for an approver: the upsert's workflow task completed (a failed one would list nothing).
     [row] = await eventually(lambda: inbox_of(people[-1]), lambda items: len(items) == 1)
+    await assert_healthy(session)
     assert row.call_id == item["call_id"] and row.approvers == people
     assert await inbox_of("mallory") == []  # listed for everyone by visibility, kept from those who may not decide
 
@@ -48,11 +48,11 @@ async def test_callers_that_wait_for_ever_do_not_keep_decisions_out(agent: Agent
                                    wait_for_stage=WorkflowUpdateStage.ACCEPTED)
         for _ in range(10)
     ]
-    decided = await asyncio.wait_for(session.execute_update("approve_update", {"call_id": item["call_id"]}), 30)
+    decided = await in_time(session.execute_update("approve_update", {"call_id": item["call_id"]}))
     assert decided["outcome"] == "approved"
     await settled(session)
     for oldest in waiting[:-4]:  # answered as newer ones came; the newest four wait on
-        assert (await asyncio.wait_for(oldest.result(), 10))["status"]["state"] == "awaiting_human"
+        assert (await in_time(oldest.result()))["status"]["state"] == "awaiting_human"
     assert not (agent.workspace / "notes.txt").exists()
     await assert_healthy(session)
 
@@ -62,7 +62,9 @@ async def test_an_edit_against_a_backtracking_schema_regex_does_not_fail_the_wor
 ) -> None:
     """An MCP server's schema may hold a regex that backtracks for seconds on a short string. The
     workflow checked a person's edited arguments with it: the deadlock detector failed every
-    workflow task. The workflow leaves regexes to the tool activity, which refuses the edit."""
+    workflow task. The workflow leaves regexes to the tool activity, which applies them under a
+    time limit (with `re` it held the worker's event loop for as long as the regex ran, about
+    20 s here, past the tool call's heartbeat timeout) and refuses the edit, saying why."""
     agent, fake = openai_agent
     ran: list[dict[str, Any]] = []
 
@@ -72,7 +74,7 @@ async def test_an_edit_against_a_backtracking_schema_regex_does_not_fail_the_wor
 
     CATALOG.add(SchemaToolSpec(
         name="mcp__review__tag", description="tag a release", needs_approval=True, runner=run,
-        input_schema={"type": "object", "properties": {"tag": {"type": "string", "pattern": "^(a+)+$"}},
+        input_schema={"type": "object", "properties": {"tag": {"type": "string", "pattern": "^(a|a)*$"}},
                       "required": ["tag"]},
     ))
     try:
@@ -86,7 +88,7 @@ async def test_an_edit_against_a_backtracking_schema_regex_does_not_fail_the_wor
         CATALOG.remove("mcp__review__tag")
     assert ran == []
     [result] = [m["content"] for m in answers["transcript"] if m["role"] == "tool"]
-    assert "does not match" in result, result
+    assert "did not finish on a 27-character value within 1 s" in result, result
 
 
 def test_an_mcp_tool_cannot_take_the_name_of_another_servers_tool() -> None:
@@ -149,7 +151,7 @@ async def test_a_signal_or_update_with_no_or_several_arguments_does_not_fail_the
     await session.signal("claim", args=[])  # refused: a claim needs a `by`
     for name, args in [("wait_until_settled", [{}, {}]), ("approve_update", [{}, {}])]:
         try:
-            await asyncio.wait_for(session.execute_update(name, args=args), 10)
+            await in_time(session.execute_update(name, args=args))
         except WorkflowUpdateFailedError as failure:
             assert "2 arguments" in str(failure.cause), failure.cause
     await eventually(lambda: query(session, "audit"), lambda audit: sum(e["event"] == "refused" for e in audit) >= 2)
@@ -172,7 +174,7 @@ async def test_a_session_started_without_input_fails_at_once_with_the_reason(age
     session = await agent.client.start_workflow("AgentWorkflow", args=[], id=f"session-bare-{agent.task_queue}",
                                                 task_queue=agent.task_queue)
     with pytest.raises(WorkflowFailureError) as failure:
-        await asyncio.wait_for(session.result(), 30)
+        await in_time(session.result())
     assert "invalid session input" in str(failure.value.cause)
     await assert_no_failed_workflow_task(session)
 

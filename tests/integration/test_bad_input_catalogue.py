@@ -27,7 +27,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.offline_model import OfflineModel
 from tests.support import bad_inputs, example_tools  # noqa: F401  (example_tools registers huge_report)
 from tests.support.bad_inputs import AFTER_SETTLING, CLI_CALLS, DECISIONS, MODEL_REPLIES, SESSION_STARTS, TOOL_FAILURES, WEDGES
-from tests.support.sessions import Agent, eventually, pending_items, query, running_agent, settled, without_rpc_retries
+from tests.support.sessions import PATIENCE, Agent, eventually, pending_items, query, running_agent, settled, without_rpc_retries
 from tests.support.fake_openai import FakeOpenAI, Reply, completion, error, text, tool_calls
 from tests.support.session_health import (
     assert_healthy,
@@ -57,7 +57,7 @@ async def refused_both_ways(
     """The Update is rejected with the reason; the signal is ignored and recorded with it.
     Neither repeats a caller's megabytes back: the reason has a bound."""
     with pytest.raises(WorkflowUpdateFailedError) as failure:
-        await asyncio.wait_for(session.execute_update(f"{verb}_update", payload), 30)
+        await asyncio.wait_for(session.execute_update(f"{verb}_update", payload), 60 * PATIENCE)
     assert reason in failure.value.cause.message
     assert len(failure.value.cause.message) <= reason_at_most
     await session.signal(verb, payload)
@@ -224,8 +224,9 @@ async def start_raw(agent: Agent, start_input: Any, **options: Any) -> WorkflowH
     )
 
 
-async def refused_start(session: WorkflowHandle[Any, Any], timeout: float = 20) -> str:
+async def refused_start(session: WorkflowHandle[Any, Any], timeout: float = 60) -> str:
     """The reason a start was refused; fails if the session runs on, or a workflow task failed."""
+    timeout *= PATIENCE
     deadline = asyncio.get_running_loop().time() + timeout
     while (await session.describe()).status == WorkflowExecutionStatus.RUNNING:
         await assert_no_failed_workflow_task(session)

@@ -42,7 +42,7 @@ from temporalio.service import RPCError
 
 from tests.support.bad_inputs import CONTINUE_AS_NEW_FIELDS, FORGED_CARRIED
 from hitl.devserver import MAX_UPDATE_REQUEST_BYTES
-from tests.support.sessions import Agent, without_rpc_retries
+from tests.support.sessions import PATIENCE, Agent, without_rpc_retries
 from tests.support.session_health import (
     assert_healthy,
     assert_no_failed_workflow_task,
@@ -142,6 +142,7 @@ def payloads(verb: str) -> st.SearchStrategy[Any]:
 # An Update this close to the server's limit on in-flight Update payloads may be refused
 # (RESOURCE_EXHAUSTED): its request adds the name, ids and headers to the payload.
 NEAR_THE_LIMIT_BYTES = 10_000
+ANSWER_SECONDS = 60 * PATIENCE  # an Update of megabytes on a busy machine: slow is not wrong
 ENCODINGS = st.sampled_from(["json", "json", "json", "json", "binary/unknown", "binary/null", "json/protobuf", "bad json"])
 
 
@@ -322,10 +323,10 @@ async def test_no_update_payload_wedges_a_paused_session(agent: Agent, decision:
         # as a busy machine makes each 2 MB attempt last: ask once and take the first answer.
         sender = (await without_rpc_retries(agent.client)).get_workflow_handle(handle.id)
     try:
-        reply = await asyncio.wait_for(sender.execute_update(f"{verb}_update", payload), 30)
+        reply = await asyncio.wait_for(sender.execute_update(f"{verb}_update", payload), ANSWER_SECONDS)
     except (asyncio.TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):  # the latter: cancelled by wait_for
         await assert_healthy(handle)  # names the failed workflow task, if that is why
-        raise AssertionError(f"{verb}_update got no answer within 30 s") from None
+        raise AssertionError(f"{verb}_update got no answer within {ANSWER_SECONDS} s") from None
     except WorkflowUpdateFailedError:
         pass  # refused with a reason: what an Update is for
     except RPCError as error:
@@ -372,8 +373,9 @@ async def refusal_of(handle: WorkflowHandle[Any, Any]) -> str | None:
     raise AssertionError("a failed session gave a result")
 
 
-async def start_outcome(handle: WorkflowHandle[Any, Any], timeout: float = 30) -> str | None:
+async def start_outcome(handle: WorkflowHandle[Any, Any], timeout: float = 60) -> str | None:
     """The refusal of a start, or None once the session has paused or finished its first turn."""
+    timeout *= PATIENCE
     deadline = asyncio.get_running_loop().time() + timeout
     status: Any = None
     while (reason := await refusal_of(handle)) is None:

@@ -8,7 +8,7 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import CancelledError
 
-from tests.support.sessions import Agent, GatedModel, assert_well_formed, eventually, pending_items, settled
+from tests.support.sessions import PATIENCE, Agent, GatedModel, assert_well_formed, eventually, pending_items, settled
 
 
 async def test_a_message_while_a_call_is_pending_settles_it_first(agent: Agent) -> None:
@@ -75,7 +75,9 @@ async def test_cancel_does_not_wait_for_a_slow_model(gated_agent: tuple[Agent, G
 
     await session.signal("cancel", {})
 
-    summary = await asyncio.wait_for(session.result(), timeout=10)
+    # The model never answers (its gate stays shut) and its call may take 5 min: a close within a
+    # minute (times the patience) is a close that did not wait for it.
+    summary = await asyncio.wait_for(session.result(), timeout=60 * PATIENCE)
     assert summary.reason == "cancelled: no reason given"
     model.gate.set()
 

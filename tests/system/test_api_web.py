@@ -161,7 +161,8 @@ async def test_the_card_shows_what_the_model_said_and_an_edit_as_a_diff(scripted
     fake.script(completion({"role": "assistant", "content": "I will send Ana the lunch note now.", "tool_calls": [
         {"id": "e1", "type": "function", "function": {"name": "send_email", "arguments": json.dumps(email)}}]}),
         text("sent"))
-    session = (await api.start("ana", "tell ana lunch is at noon", approval_timeout_seconds=300,
+    # Two hours: "in 1 h" however long a busy machine takes to show the card (up to an hour).
+    session = (await api.start("ana", "tell ana lunch is at noon", approval_timeout_seconds=7200,
                                participants=["bob"]))["session_id"]
     await sign_in(browser, api, "bob")
     await until(browser, click(f'button.item[data-session="{session}"]'))
@@ -171,7 +172,7 @@ async def test_the_card_shows_what_the_model_said_and_an_edit_as_a_diff(scripted
     assert text_of(f"{card} [data-role=model-text]")(browser) == "I will send Ana the lunch note now."
     assert text_of(f"{card} [data-role=description]")(browser), "the tool's description"
     assert text_of(f"{card} [data-role=because]")(browser), "why a person is needed"
-    assert text_of(f"{card} [data-role=deadline]")(browser) == "in 4 min"
+    assert text_of(f"{card} [data-role=deadline]")(browser) == "in 1 h"
     assert find(f"{card} [data-role=remember]")(browser), "remembering is allowed here: the card offers it"
     [body] = find(f'{card} [data-arg="body"]')(browser)
     await asyncio.to_thread(body.clear)

@@ -128,7 +128,8 @@ async def test_after_a_worker_crash_the_approval_moves_on_after_the_sticky_timeo
     *waited, (done, _, by) = crash
     assert done == "completed" and by == f"b-{crashed}", crash
     if waited[0][0] == "schedule_to_start":
-        assert 0.9 < waited[0][1] < 5, f"the sticky timeout is worker.py's 1 s: {crash}"
+        # 1 s and not the SDK's 10 s: a timer a loaded server fires late stays well under 9 s.
+        assert 0.9 < waited[0][1] < 9, f"the sticky timeout is worker.py's 1 s: {crash}"
     else:  # handed to the dead worker's poll: it started it, and the task timeout took it back
         assert waited[0][2] == f"a-{crashed}" and waited[1][0] == "start_to_close", crash
     assert [what for what, _, _ in waited[-1:]] == ["started"] and waited[-1][2] == f"b-{crashed}", crash
