@@ -15,6 +15,7 @@ from activities.conversation_cache import CACHE
 from activities.model_context import read_model_request
 from activities.reply_bounds import bounded_reply
 from activities.tools import CATALOG  # the catalog, with the built-in tools registered
+from hitl.catalog.bounded_regexes import regex_time_limit
 from hitl.settings import Settings
 from workflows.contract import CALL_MODEL, CATALOG_VERDICTS, JUDGE_CALLS, UNKNOWN_TOOLS
 from workflows.conversation import ModelReply
@@ -64,7 +65,8 @@ class ModelActivities:
             async with heartbeating():
                 model_request, checked = await self.resolve(request)
                 reply = bounded_reply(await self.backend.complete(model_request))
-            reply = with_catalog_plans(reply, model_request)
+            with regex_time_limit():  # every call of the reply against its schema: one budget
+                reply = with_catalog_plans(reply, model_request)
             if isinstance(request, ConversationRef):
                 CACHE.remember(request, model_request, reply, checked)
             return reply
@@ -102,7 +104,8 @@ async def unknown_tools(rules: dict) -> list[str]:
 async def catalog_verdicts(request: VerdictRequest) -> list[dict]:
     """The catalog's verdict on each call of a reply (a local activity, see AgentWorkflow.judge_calls)."""
     offered = {spec.name: spec for spec in CATALOG.select(request.tools)}
-    return catalog_plans(request.reply, offered)
+    with regex_time_limit():
+        return catalog_plans(request.reply, offered)
 
 
 @activity.defn(name=JUDGE_CALLS.name)
@@ -114,7 +117,8 @@ async def judge_calls(request: JudgementRequest) -> Judgement:
         policy, problem = policy_from_env(), None
     except PolicyError as error:
         policy, problem = None, str(error)
-    return judge(request, offered, policy, problem)
+    with regex_time_limit():  # every call of the reply against its schema: one budget
+        return judge(request, offered, policy, problem)
 
 
 def with_catalog_plans(reply: ModelReply, request: ModelRequest) -> ModelReply:

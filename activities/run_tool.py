@@ -11,6 +11,7 @@ from temporalio.exceptions import ApplicationError
 from activities.conversation_cache import CACHE
 from activities.model import final_on_attempt, heartbeating
 from activities.tools import ToolError
+from hitl.catalog.bounded_regexes import regex_time_limit
 from hitl.catalog import CATALOG, ArgumentsRejected, ToolCatalog, ToolContext
 from workflows.contract import RUN_TOOL
 from workflows.forms import describe_validation_error
@@ -32,7 +33,8 @@ class ToolActivities:
         anything else may be transient and goes to Temporal's retry policy."""
         try:
             async with heartbeating():
-                output = await self._run(invocation)
+                with regex_time_limit():  # the schema's regexes, checked twice (check, run): one budget
+                    output = await self._run(invocation)
             CACHE.remember_tool_output(invocation.session_id, invocation.call_id, output)  # the next model call's
             return output
         except ToolError as error:

@@ -337,9 +337,7 @@ def _validated_args(catalog: ToolCatalog, item: PendingCall, args: dict[str, Any
     tool = item.tool
     try:
         if item.input_schema is not None:
-            # Regexes here only in the replay of a session recorded before EDITS_WITHOUT_REGEXES: as
-            # it applied them then, with no time limit (a limit is a clock, which a replay must not read).
-            return validate_arguments(item.input_schema, args, regexes, regex_seconds=None)
+            return validate_arguments(item.input_schema, args, regexes)
         spec = catalog.get(tool)
         if spec is None:
             raise Refusal(f"tool {tool!r} is no longer available", code="conflict")

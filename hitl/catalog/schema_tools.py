@@ -16,7 +16,9 @@ import jsonschema
 from jsonschema.exceptions import best_match
 from pydantic import BaseModel
 
-from hitl.catalog.bounded_regexes import REGEX_SECONDS, RegexBudget, TooSlowToCheck, bounded
+from hitl.catalog.bounded_regexes import (
+    TooSlowToCheck, bounded, current_budget, has_pattern_properties, pattern_problem, schema_patterns, shown,
+)
 from hitl.catalog.specs import ToolContext, ToolSpec
 
 Runner = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
@@ -34,7 +36,23 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
         return error.message
     if schema.get("type", "object") != "object":
         return "the arguments must be an object"
+    if nested_dialect(schema):
+        # jsonschema validates such a subschema with its own stock class, which applies the regexes
+        # with `re` whatever keywords the checks here replace (without_regexes, bounded_regexes).
+        return "a subschema names its own $schema: one dialect per tool schema is accepted"
+    for pattern in schema_patterns(schema):
+        if (problem := pattern_problem(pattern)) is not None:
+            return f"the pattern {shown(pattern)} cannot be applied: {problem}"
     return None
+
+
+def nested_dialect(schema: Any, root: bool = True) -> bool:
+    """Whether any subschema below the root carries `$schema`."""
+    if isinstance(schema, dict):
+        return (not root and "$schema" in schema) or any(nested_dialect(value, False) for value in schema.values())
+    if isinstance(schema, list):
+        return any(nested_dialect(value, False) for value in schema)
+    return False
 
 
 def _no_check(*_: Any) -> Iterator[Any]:
@@ -63,20 +81,18 @@ def without_regexes(validator_class: Any) -> Any:
     })
 
 
-def validate_arguments(
-    schema: dict[str, Any], args: dict[str, Any], regexes: bool = True, regex_seconds: float | None = REGEX_SECONDS,
-) -> dict[str, Any]:
+def validate_arguments(schema: dict[str, Any], args: dict[str, Any], regexes: bool = True) -> dict[str, Any]:
     """`args` when they fit `schema`, else ArgumentsRejected with the most relevant error.
 
-    Without `regexes`, the schema's regular expressions are not applied (see without_regexes);
-    with them, all of them together get `regex_seconds` (hitl/catalog/bounded_regexes.py), or
-    as long as they take with None: only the replay of a session whose workflow applied them
-    itself, as it did when it was recorded."""
+    Without `regexes`, the schema's regular expressions are not applied (see without_regexes).
+    With them, inside an activity's `regex_time_limit` they share its budget
+    (hitl/catalog/bounded_regexes.py); elsewhere (the replay of a session whose workflow applied
+    them itself, as it did when it was recorded) they run as jsonschema runs them."""
     validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     if not regexes:
         validator_class = without_regexes(validator_class)
-    elif regex_seconds is not None:
-        validator_class = bounded(validator_class, RegexBudget(regex_seconds), schema)
+    elif current_budget() is not None:
+        validator_class = bounded(validator_class, not has_pattern_properties(schema))
     try:
         error = best_match(validator_class(schema).iter_errors(args))
     except TooSlowToCheck as slow:
