@@ -71,7 +71,7 @@ async def test_an_unreviewed_result_is_withheld_after_the_timeout(skipping_agent
     session = await skipping_agent.start(
         "draft an email to ana@example.com about lunch saying noon", approval_timeout_seconds=3600
     )
-    await pending_items(session)
+    # Not caught while open: time skips as soon as the session waits on its deadline alone.
     await session.result()
     transcript = await query(session, "transcript")
     tool = next(m for m in transcript if m["role"] == "tool")
