@@ -24,6 +24,7 @@ from typing import Iterator
 import pytest
 
 from hitl.devserver import free_port
+from tests.support.sessions import PATIENCE
 from tests.support.stack import ROOT, private_dev_server, product_env
 
 
@@ -99,8 +100,9 @@ def test_the_installed_commands_run_a_session_and_serve_it(installed: Path, tmp_
         call = json.loads(pending.stdout)[0]
         page = wait_for(lambda: fetch(f"http://127.0.0.1:{port}/"), lambda body: body is not None, api, tmp_path / "api.log")
         assert "<html" in page.lower()
-        status = fetch(f"http://127.0.0.1:{port}/sessions/wheel-1", token=TOKEN)
-        assert status is not None and json.loads(status)["state"] == "awaiting_human"
+        status = wait_for(lambda: fetch(f"http://127.0.0.1:{port}/sessions/wheel-1", token=TOKEN),
+                          lambda body: body is not None, api, tmp_path / "api.log")  # None: only slow, asked again
+        assert json.loads(status)["state"] == "awaiting_human"
         approved = run(installed, tmp_path, "hitl", "approve", "wheel-1", "--call", call["call_id"], "--by", "ana", **variables)
         assert approved.returncode == 0, approved.stderr
         closed = wait_for(lambda: fetch(f"http://127.0.0.1:{port}/sessions/wheel-1", token=TOKEN),
@@ -122,8 +124,9 @@ def fetch(url: str, token: str | None = None) -> str | None:
 
 
 def wait_for(attempt, done, process: subprocess.Popen[bytes], log: Path, limit: float = 60.0):  # type: ignore[no-untyped-def]
-    """attempt() until done(result); the process it waits on must stay up meanwhile."""
-    deadline = time.monotonic() + limit
+    """attempt() until done(result), for `limit` seconds times the tests' patience; the process it
+    waits on must stay up meanwhile."""
+    deadline = time.monotonic() + limit * PATIENCE
     while True:
         result = attempt()
         if done(result):
