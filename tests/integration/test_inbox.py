@@ -38,7 +38,7 @@ async def rows_until(agent: Agent, options: tuple[str, ...], sessions: list[str]
     async def read() -> list[dict[str, Any]]:
         return await inbox_rows(agent, *options)
 
-    return await eventually(read, lambda rows: [row["session_id"] for row in rows] == sessions, timeout=20, every=0.3)
+    return await eventually(read, lambda rows: [row["session_id"] for row in rows] == sessions, timeout=60, every=0.3)
 
 
 async def paused(agent: Agent, session_id: str, message: str = DELETE, **options: Any) -> dict[str, Any]:

@@ -68,7 +68,7 @@ def value_of(exposition: str, name: str, **labels: str) -> float | None:
 
 async def scrape(url: str) -> str:
     async with httpx.AsyncClient() as http:
-        response = await http.get(url, timeout=5)
+        response = await http.get(url, timeout=30)  # the worker answers between its tasks; on a busy machine, late
         response.raise_for_status()
         return response.text
 
