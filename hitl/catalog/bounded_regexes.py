@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
@@ -45,6 +46,13 @@ from jsonschema.exceptions import ValidationError
 REGEX_SECONDS = 1.0  # for all of one activity's schema regexes together
 MAX_PATTERN_CHARACTERS = 1_000
 MAX_REPEAT_EXPANSION = 10_000  # the product of nested counted repeats: "(a{100}){100}" is 10,000
+# Syntax `re` reads as literal text and `regex` as something else: fuzzy matching ("a{e<=1}"
+# matches "b") and POSIX classes ("[[:alpha:]]"). The metaschema (`re`) accepts them, so a pattern
+# would mean one thing to the server's own check and another here: not applied.
+REGEX_ONLY = (
+    (re.compile(r"(?<!\\)\{[^{}]*(?<![A-Za-z\\])[eids](?![A-Za-z])[^{}]*\}"), "a fuzzy-match constraint such as {e<=1}"),
+    (re.compile(r"\[:\^?[A-Za-z]+:\]"), "a POSIX class such as [:alpha:]"),
+)
 
 
 class TooSlowToCheck(ValueError):
@@ -104,8 +112,13 @@ def pattern_problem(pattern: str) -> str | None:
     repeats that would expand past MAX_REPEAT_EXPANSION when `regex` compiles them."""
     if len(pattern) > MAX_PATTERN_CHARACTERS:
         return f"{len(pattern)} characters; at most {MAX_PATTERN_CHARACTERS} are applied"
+    for syntax, meaning in REGEX_ONLY:
+        if syntax.search(pattern):
+            return f"it holds {meaning}, which `re` and `regex` read differently"
     try:
-        parsed = re._parser.parse(pattern)  # type: ignore[attr-defined]  # the stdlib's own parser
+        with warnings.catch_warnings():  # "possible nested set" and the like: the pattern's, not ours
+            warnings.simplefilter("ignore")
+            parsed = re._parser.parse(pattern)  # type: ignore[attr-defined]  # the stdlib's own parser
     except (re.error, RecursionError, OverflowError) as error:
         return f"not a regular expression ({error})"
     expansion = _expansion(parsed)

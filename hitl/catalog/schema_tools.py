@@ -9,6 +9,7 @@ with, which replays the same whatever the server offers today.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterator
 
@@ -31,7 +32,9 @@ class ArgumentsRejected(ValueError):
 def schema_problem(schema: dict[str, Any]) -> str | None:
     """Why a schema cannot be used to check arguments, or None when it can."""
     try:
-        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
+        with warnings.catch_warnings():  # `re`'s "possible nested set" as the metaschema compiles a pattern
+            warnings.simplefilter("ignore", FutureWarning)
+            jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
     except jsonschema.SchemaError as error:
         return error.message
     if schema.get("type", "object") != "object":

@@ -86,8 +86,13 @@ def test_one_budget_for_every_check_of_an_activity() -> None:
     ("((a{100}){100}){100}", "its counted repeats expand to 1,000,000 copies; at most 10,000 are applied"),
     ("x{4294967294}", "its counted repeats expand to 4,294,967,294 copies; at most 10,000 are applied"),
     ("a" * 1001, "1001 characters; at most 1000 are applied"),
+    # `re` reads these as literal text, `regex` as fuzzy matching ("b" matches) and a POSIX class.
+    ("^a{e<=1}$", "it holds a fuzzy-match constraint such as {e<=1}, which `re` and `regex` read differently"),
+    ("^[[:alpha:]]+$", "it holds a POSIX class such as [:alpha:], which `re` and `regex` read differently"),
 ])
-def test_patterns_too_large_to_compile_are_refused_when_offered_and_when_applied(pattern: str, problem: str) -> None:
+def test_patterns_too_large_to_compile_or_read_otherwise_are_refused_when_offered_and_when_applied(
+    pattern: str, problem: str,
+) -> None:
     """`regex` expands counted repeats as it compiles, with no time or memory limit of its own:
     seconds for the first, gigabytes for the second."""
     assert schema_problem(tag_schema(pattern)).endswith(f"cannot be applied: {problem}")
