@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import os
 import signal
@@ -12,7 +13,7 @@ import sys
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
@@ -68,6 +69,8 @@ SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
     *PURE_MODULES, *WORKFLOW_MODULES,
 )
 
+
+T = TypeVar("T")
 
 VERSIONING_BEHAVIORS = {"auto_upgrade": VersioningBehavior.AUTO_UPGRADE, "pinned": VersioningBehavior.PINNED}
 SWITCH = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}
@@ -265,6 +268,9 @@ async def health_check() -> int:
 
 async def main() -> None:
     make_undumpable()  # its environment holds the keys: not readable through /proc by its own user's other processes
+    # Before anything is printed or connected: a SIGTERM while the worker starts (a deploy, a test
+    # that read its banner) ends it cleanly, exit code 0, not by the signal's default action.
+    stop = stopped_by_signals()
     quiet_expected_failures()
     settings = Settings.from_env()
     extra = load_tool_modules()
@@ -281,13 +287,40 @@ async def main() -> None:
             print(f"worker: {line}")
     except telemetry.TelemetryError as error:
         raise SystemExit(f"worker: {error}") from None
-    client = await connect_with_patience(settings)
+    client = await until_stopped(connect_with_patience(settings), stop)
+    if client is None:
+        print("worker: shutting down", file=sys.stderr)
+        return
     async with mcp:
-        await serve(client, settings, backend, tuning, extra, mcp)
+        await serve(client, settings, backend, tuning, extra, mcp, stop)
+
+
+def stopped_by_signals() -> asyncio.Event:
+    """An event set by SIGINT or SIGTERM."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def until_stopped(work: Awaitable[T], stop: asyncio.Event) -> T | None:
+    """`work`'s result, or None (and `work` cancelled) when `stop` is set first: a worker that
+    cannot reach its server yet still stops when asked."""
+    task = asyncio.ensure_future(work)
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return None
 
 
 async def serve(client: Client, settings: Settings, backend: ModelBackend, tuning: WorkerTuning,
-                extra: list[str], mcp: McpToolbox) -> None:
+                extra: list[str], mcp: McpToolbox, stop: asyncio.Event) -> None:
     settings.workspace.mkdir(parents=True, exist_ok=True)
     workspace = await refuse_another_workspace(client, settings.task_queue, settings.workspace)
     tuning = replace(tuning, identity=with_workspace(tuning.identity or client.identity, workspace))
@@ -304,10 +337,6 @@ async def serve(client: Client, settings: Settings, backend: ModelBackend, tunin
         print(f"worker: MCP server {line}")
     for line in mcp.warning_lines():
         print(f"worker: warning: {line}")
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     async with worker:
         await stop.wait()
         print("worker: shutting down", file=sys.stderr)
