@@ -57,7 +57,11 @@ class ToolActivities:
         except ArgumentsRejected as error:
             raise ToolError(f"invalid arguments: {error}") from None
         context = ToolContext(session_id=invocation.session_id, call_id=invocation.call_id, workspace=self.workspace)
-        return within_limit(await spec.run(invocation.args, context))
+        try:
+            output = await spec.run(invocation.args, context)
+        except ArgumentsRejected as error:  # a schema tool checks again, on what is left of the budget
+            raise ToolError(f"invalid arguments: {error}") from None
+        return within_limit(output)
 
 
 def within_limit(text: str) -> str:

@@ -45,12 +45,12 @@ from jsonschema.exceptions import ValidationError
 
 REGEX_SECONDS = 1.0  # for all of one activity's schema regexes together
 MAX_PATTERN_CHARACTERS = 1_000
-MAX_REPEAT_EXPANSION = 10_000  # the product of nested counted repeats: "(a{100}){100}" is 10,000
+MAX_COMPILED_SIZE = 10_000  # parts once counted repeats are expanded: "(a{100}){90}" is about 9,000
 # Syntax `re` reads as literal text and `regex` as something else: fuzzy matching ("a{e<=1}"
 # matches "b") and POSIX classes ("[[:alpha:]]"). The metaschema (`re`) accepts them, so a pattern
 # would mean one thing to the server's own check and another here: not applied.
 REGEX_ONLY = (
-    (re.compile(r"(?<!\\)\{[^{}]*(?<![A-Za-z\\])[eids](?![A-Za-z])[^{}]*\}"), "a fuzzy-match constraint such as {e<=1}"),
+    (re.compile(r"(?:^|[^\\])(?:\\\\)*\{[^{}]*(?<![A-Za-z\\])[eids](?![A-Za-z])[^{}]*\}"), "a fuzzy-match constraint such as {e<=1}"),
     (re.compile(r"\[:\^?[A-Za-z]+:\]"), "a POSIX class such as [:alpha:]"),
 )
 
@@ -109,7 +109,7 @@ def shown(pattern: str, at_most: int = 100) -> str:
 @lru_cache(maxsize=1024)
 def pattern_problem(pattern: str) -> str | None:
     """Why a schema pattern is not applied, or None: too long, not a regex `re` reads, or counted
-    repeats that would expand past MAX_REPEAT_EXPANSION when `regex` compiles them."""
+    repeats that would expand past MAX_COMPILED_SIZE parts when `regex` compiles them."""
     if len(pattern) > MAX_PATTERN_CHARACTERS:
         return f"{len(pattern)} characters; at most {MAX_PATTERN_CHARACTERS} are applied"
     for syntax, meaning in REGEX_ONLY:
@@ -121,19 +121,19 @@ def pattern_problem(pattern: str) -> str | None:
             parsed = re._parser.parse(pattern)  # type: ignore[attr-defined]  # the stdlib's own parser
     except (re.error, RecursionError, OverflowError) as error:
         return f"not a regular expression ({error})"
-    expansion = _expansion(parsed)
-    if expansion > MAX_REPEAT_EXPANSION:
-        return f"its counted repeats expand to {expansion:,} copies; at most {MAX_REPEAT_EXPANSION:,} are applied"
+    size = _compiled_size(parsed)
+    if size > MAX_COMPILED_SIZE:
+        return f"its counted repeats expand to {size:,} parts; at most {MAX_COMPILED_SIZE:,} are applied"
     return None
 
 
-def _expansion(items: Any) -> int:
-    """The largest product of nested counted repeats' bounds in a parsed pattern (unbounded: 1)."""
-    largest = 1
+def _compiled_size(items: Any) -> int:
+    """About how many nodes `regex` compiles a parsed pattern into: counted repeats are expanded,
+    side by side as well as nested ("(a|b){10000}" twenty times over crashed the worker's stack)."""
+    size = 0
     for _op, value in items:
-        for inner, factor in _nested(value):
-            largest = max(largest, factor * _expansion(inner))
-    return largest
+        size += 1 + sum(copies * _compiled_size(inner) for inner, copies in _nested(value))
+    return size
 
 
 def _nested(value: Any) -> Iterator[tuple[Any, int]]:
