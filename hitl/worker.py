@@ -20,7 +20,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.mcp import McpConfigError, McpToolbox, toolbox_from_env
@@ -36,6 +36,7 @@ from hitl.console.startup import model_warning, quiet_expected_failures
 from hitl import telemetry
 from hitl.bytecode import compile_once
 from hitl.exit_cleanly import exit_now
+from hitl.sandbox_runner import ContextFreeSandbox, ignores_context
 from hitl.settings import Settings, connect
 from workflows.agent import AgentWorkflow
 from workflows.arity import OneArgument
@@ -204,7 +205,7 @@ def build_worker(
         task_queue=task_queue,
         workflows=[AgentWorkflow],
         activities=session_activities(model, tools, notify, environment),
-        workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX) if tuning.sandbox else UnsandboxedWorkflowRunner(),
+        workflow_runner=workflow_runner(client, tuning),
         # A signal or Update sent with no or several arguments; the Updates validators refuse, counted.
         interceptors=[OneArgument(), SessionMetrics()],
         # A rejected Update is answered with the request it rejects; the worker's own
@@ -213,6 +214,16 @@ def build_worker(
         disable_payload_error_limit=True,
         **tuning.worker_options(),
     )
+
+
+def workflow_runner(client: Client, tuning: WorkerTuning) -> WorkflowRunner:
+    """The sandbox, entered once per activation where the client's converter reads no context
+    (hitl/sandbox_runner.py), or no sandbox when the operator turned it off."""
+    if not tuning.sandbox:
+        return UnsandboxedWorkflowRunner()
+    if ignores_context(client.data_converter):
+        return ContextFreeSandbox(restrictions=SANDBOX)
+    return SandboxedWorkflowRunner(restrictions=SANDBOX)
 
 
 def describe_policy(policy: OperatorPolicy | None) -> str:

@@ -1,0 +1,79 @@
+"""The workflow sandbox, entered once per activation instead of once per payload as well.
+
+Before the SDK encodes or decodes a payload of an activation or of its completion (three
+visitor passes each way), it asks the workflow instance for that payload's serialization
+context (temporalio/worker/_workflow.py, `_CommandAwareDataConverter._get_current_dc`). The
+sandboxed instance answers every such ask by entering the sandbox: compiling a code string,
+swapping `sys.modules`, `__import__` and five builtins in and out. A step of a session has a
+handful of payloads (the activity's input, its UI summary, its result, the query's answer),
+so the sandbox is entered several times a step for questions whose answers change nothing
+here: a context only reaches converters and codecs that read it, and ours read none.
+
+`ContextFreeSandbox` runs the workflow exactly as `SandboxedWorkflowRunner` does (it is one,
+so the SDK's debug mode still relaxes it) and answers those asks outside the sandbox with
+"no context", which the SDK serves with the worker's own data converter. The worker uses it
+only when `ignores_context` holds for its data converter: with a context-aware converter or
+codec (per-workflow keys, say), or external storage, it keeps the SDK's runner, which hands
+each payload its own context.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.bridge.proto.workflow_activation import WorkflowActivation
+from temporalio.bridge.proto.workflow_completion import WorkflowActivationCompletion
+from temporalio.converter import (
+    ActivitySerializationContext,
+    DataConverter,
+    SerializationContext,
+    StorageDriverStoreContext,
+    WorkflowSerializationContext,
+)
+from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails
+from temporalio.worker._command_aware_visitor import CommandInfo
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+_PROBES: tuple[SerializationContext, ...] = (
+    WorkflowSerializationContext(namespace="probe", workflow_id="probe"),
+    ActivitySerializationContext(
+        namespace="probe", activity_id="probe", activity_type="probe", activity_task_queue="probe",
+        workflow_id="probe", workflow_type="probe", is_local=False,
+    ),
+)
+
+
+def ignores_context(converter: DataConverter) -> bool:
+    """Whether every payload of a workflow is converted and encoded the same whatever its context:
+    no external storage, and no component that makes itself anew for a context."""
+    return converter.external_storage is None and all(converter.with_context(probe) is converter for probe in _PROBES)
+
+
+class ContextFreeSandbox(SandboxedWorkflowRunner):
+    """`SandboxedWorkflowRunner` whose instances answer serialization-context asks without
+    entering the sandbox. Use only with a converter that `ignores_context`."""
+
+    def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
+        return _ContextFree(super().create_instance(det))
+
+
+class _ContextFree(WorkflowInstance):
+    """The sandboxed instance, but for the two context asks. Every method of WorkflowInstance is
+    here (tests/unit/test_sandbox_runner.py checks it), so none falls back to the base's default."""
+
+    def __init__(self, sandboxed: WorkflowInstance) -> None:
+        self.sandboxed = sandboxed
+
+    def activate(self, act: WorkflowActivation) -> WorkflowActivationCompletion:
+        return self.sandboxed.activate(act)
+
+    def get_info(self) -> workflow.Info:
+        return self.sandboxed.get_info()
+
+    def get_thread_id(self) -> int | None:  # the deadlock detector's: the thread running the workflow
+        return self.sandboxed.get_thread_id()
+
+    def get_serialization_context(self, command_info: CommandInfo | None) -> SerializationContext | None:
+        return None  # the SDK then uses the worker's converter as it is: the same, context or not
+
+    def get_external_store_context(self, command_info: CommandInfo | None) -> StorageDriverStoreContext:
+        return StorageDriverStoreContext(target=None)  # unread: no external storage (ignores_context)

@@ -1,0 +1,97 @@
+"""The sandbox runner that answers serialization-context asks outside the sandbox
+(hitl/sandbox_runner.py): used only where the context cannot matter, and otherwise the
+SDK's sandboxed instance in every respect."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from types import SimpleNamespace
+from typing import Any, Sequence
+
+import pytest
+import temporalio.converter
+import temporalio.workflow
+from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.api.failure.v1 import Failure
+from temporalio.converter import PayloadCodec, SerializationContext, WithSerializationContext
+from temporalio.worker import UnsandboxedWorkflowRunner, WorkflowInstance, WorkflowInstanceDetails
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+from temporalio.worker.workflow_sandbox._runner import _fake_info
+
+from hitl.sandbox_runner import ContextFreeSandbox, _ContextFree, ignores_context
+from hitl.settings import DATA_CONVERTER, data_converter
+from hitl.worker import SANDBOX, WorkerTuning, workflow_runner
+from workflows.agent import AgentWorkflow
+
+pytestmark = pytest.mark.unit
+
+
+class PerWorkflowKeys(PayloadCodec, WithSerializationContext):
+    """A codec that reads its context (a key per workflow, say): the case the SDK's runner is for."""
+
+    def __init__(self, workflow_id: str | None = None) -> None:
+        self.workflow_id = workflow_id
+
+    def with_context(self, context: SerializationContext) -> "PerWorkflowKeys":
+        return PerWorkflowKeys(getattr(context, "workflow_id", None))
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return list(payloads)
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return list(payloads)
+
+
+ENCRYPTED = data_converter(base64.b64encode(bytes(32)).decode())
+CONTEXT_AWARE = dataclasses.replace(DATA_CONVERTER, payload_codec=PerWorkflowKeys())
+
+
+def test_the_products_converters_read_no_context_and_a_context_aware_codec_does() -> None:
+    assert ignores_context(DATA_CONVERTER)
+    assert ignores_context(ENCRYPTED)
+    assert ignores_context(temporalio.converter.DataConverter.default)
+    assert not ignores_context(CONTEXT_AWARE)
+
+
+def client_with(converter: temporalio.converter.DataConverter) -> Any:
+    return SimpleNamespace(data_converter=converter)
+
+
+def test_the_worker_answers_outside_the_sandbox_only_where_no_converter_reads_the_answer() -> None:
+    sandboxed = WorkerTuning()
+    assert type(workflow_runner(client_with(DATA_CONVERTER), sandboxed)) is ContextFreeSandbox
+    assert type(workflow_runner(client_with(ENCRYPTED), sandboxed)) is ContextFreeSandbox
+    assert type(workflow_runner(client_with(CONTEXT_AWARE), sandboxed)) is SandboxedWorkflowRunner
+    unsandboxed = dataclasses.replace(sandboxed, sandbox=False)
+    assert type(workflow_runner(client_with(DATA_CONVERTER), unsandboxed)) is UnsandboxedWorkflowRunner
+
+
+def test_every_method_of_a_workflow_instance_is_answered_by_the_wrapper_itself() -> None:
+    """A method the SDK adds to WorkflowInstance later must not fall back to the base class's
+    default here: this fails until the wrapper says what it does with it."""
+    methods = {name for name, value in vars(WorkflowInstance).items() if callable(value) and not name.startswith("_")}
+    assert methods == {"activate", "get_info", "get_thread_id", "get_serialization_context", "get_external_store_context"}
+    assert methods <= set(vars(_ContextFree))
+
+
+def details() -> WorkflowInstanceDetails:
+    default = temporalio.converter.DataConverter.default
+    return WorkflowInstanceDetails(
+        payload_converter_factory=default._new_payload_converter, failure_converter_class=default.failure_converter_class,
+        interceptor_classes=[], defn=temporalio.workflow._Definition.must_from_class(AgentWorkflow), info=_fake_info,
+        randomness_seed=-1, extern_functions={}, disable_eager_activity_execution=False,
+        worker_level_failure_exception_types=[], patch_activation_callback=None,
+        last_completion_result=Payloads(), last_failure=Failure(),
+    )
+
+
+async def test_the_instance_is_the_sdks_sandboxed_one_but_for_the_context_asks() -> None:
+    sdk = SandboxedWorkflowRunner(restrictions=SANDBOX).create_instance(details())
+    ours = ContextFreeSandbox(restrictions=SANDBOX).create_instance(details())
+    assert isinstance(ours, _ContextFree) and type(ours.sandboxed) is type(sdk)
+    assert ours.get_info() == sdk.get_info()
+    assert ours.get_thread_id() == sdk.get_thread_id()
+    assert sdk.get_serialization_context(None) is not None  # the SDK's answer, made inside the sandbox
+    assert ours.get_serialization_context(None) is None  # "none": the SDK then uses the worker's converter as it is
+    assert ours.get_external_store_context(None).target is None
