@@ -20,6 +20,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
+from temporalio.converter import DataConverter
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -205,7 +206,7 @@ def build_worker(
         task_queue=task_queue,
         workflows=[AgentWorkflow],
         activities=session_activities(model, tools, notify, environment),
-        workflow_runner=workflow_runner(client, tuning),
+        workflow_runner=workflow_runner(client.data_converter, tuning.sandbox),
         # A signal or Update sent with no or several arguments; the Updates validators refuse, counted.
         interceptors=[OneArgument(), SessionMetrics()],
         # A rejected Update is answered with the request it rejects; the worker's own
@@ -216,12 +217,12 @@ def build_worker(
     )
 
 
-def workflow_runner(client: Client, tuning: WorkerTuning) -> WorkflowRunner:
-    """The sandbox, entered once per activation where the client's converter reads no context
+def workflow_runner(converter: DataConverter, sandbox: bool = True) -> WorkflowRunner:
+    """The sandbox, entered once per activation where `converter` reads no context
     (hitl/sandbox_runner.py), or no sandbox when the operator turned it off."""
-    if not tuning.sandbox:
+    if not sandbox:
         return UnsandboxedWorkflowRunner()
-    if ignores_context(client.data_converter):
+    if ignores_context(converter):
         return ContextFreeSandbox(restrictions=SANDBOX)
     return SandboxedWorkflowRunner(restrictions=SANDBOX)
 

@@ -5,10 +5,9 @@ could pass where the worker would fail, or the other way round."""
 from __future__ import annotations
 
 from temporalio.worker import Replayer, WorkflowRunner
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from hitl.settings import DATA_CONVERTER
-from hitl.worker import SANDBOX
+from hitl.worker import workflow_runner
 from workflows.agent import AgentWorkflow
 from workflows.arity import OneArgument
 
@@ -17,6 +16,6 @@ def worker_replayer(runner: WorkflowRunner | None = None) -> Replayer:
     """`runner`: the worker's sandboxed runner unless given (one that logs, say)."""
     return Replayer(
         workflows=[AgentWorkflow], data_converter=DATA_CONVERTER,
-        workflow_runner=runner or SandboxedWorkflowRunner(restrictions=SANDBOX),
+        workflow_runner=runner or workflow_runner(DATA_CONVERTER),
         interceptors=[OneArgument()],  # as the worker has it (worker.py)
     )

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-from types import SimpleNamespace
-from typing import Any, Sequence
+from typing import Sequence
 
 import pytest
 import temporalio.converter
@@ -21,7 +20,7 @@ from temporalio.worker.workflow_sandbox._runner import _fake_info
 
 from hitl.sandbox_runner import ContextFreeSandbox, _ContextFree, ignores_context
 from hitl.settings import DATA_CONVERTER, data_converter
-from hitl.worker import SANDBOX, WorkerTuning, workflow_runner
+from hitl.worker import SANDBOX, workflow_runner
 from workflows.agent import AgentWorkflow
 
 pytestmark = pytest.mark.unit
@@ -54,17 +53,11 @@ def test_the_products_converters_read_no_context_and_a_context_aware_codec_does(
     assert not ignores_context(CONTEXT_AWARE)
 
 
-def client_with(converter: temporalio.converter.DataConverter) -> Any:
-    return SimpleNamespace(data_converter=converter)
-
-
 def test_the_worker_answers_outside_the_sandbox_only_where_no_converter_reads_the_answer() -> None:
-    sandboxed = WorkerTuning()
-    assert type(workflow_runner(client_with(DATA_CONVERTER), sandboxed)) is ContextFreeSandbox
-    assert type(workflow_runner(client_with(ENCRYPTED), sandboxed)) is ContextFreeSandbox
-    assert type(workflow_runner(client_with(CONTEXT_AWARE), sandboxed)) is SandboxedWorkflowRunner
-    unsandboxed = dataclasses.replace(sandboxed, sandbox=False)
-    assert type(workflow_runner(client_with(DATA_CONVERTER), unsandboxed)) is UnsandboxedWorkflowRunner
+    assert type(workflow_runner(DATA_CONVERTER)) is ContextFreeSandbox
+    assert type(workflow_runner(ENCRYPTED)) is ContextFreeSandbox
+    assert type(workflow_runner(CONTEXT_AWARE)) is SandboxedWorkflowRunner
+    assert type(workflow_runner(DATA_CONVERTER, sandbox=False)) is UnsandboxedWorkflowRunner
 
 
 def test_every_method_of_a_workflow_instance_is_answered_by_the_wrapper_itself() -> None:
