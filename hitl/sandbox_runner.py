@@ -12,12 +12,15 @@ here: a context only reaches converters and codecs that read it, and ours read n
 `ContextFreeSandbox` runs the workflow exactly as `SandboxedWorkflowRunner` does (it is one,
 so the SDK's debug mode still relaxes it) and answers those asks outside the sandbox with
 "no context", which the SDK serves with the worker's own data converter. The worker uses it
-only when `ignores_context` holds for its data converter: with a context-aware converter or
+only when `ignores_context` holds for its data converter and the SDK's instance interface is
+the one it wraps (`fits_this_sdk`): with a context-aware converter or
 codec (per-workflow keys, say), or external storage, it keeps the SDK's runner, which hands
 each payload its own context.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from temporalio import workflow
 from temporalio.bridge.proto.workflow_activation import WorkflowActivation
@@ -26,12 +29,17 @@ from temporalio.converter import (
     ActivitySerializationContext,
     DataConverter,
     SerializationContext,
-    StorageDriverStoreContext,
     WorkflowSerializationContext,
 )
 from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails
-from temporalio.worker._command_aware_visitor import CommandInfo
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+
+if TYPE_CHECKING:
+    from temporalio.converter import StorageDriverStoreContext
+    from temporalio.worker._command_aware_visitor import CommandInfo
+
+# What a WorkflowInstance does, as of the SDK this was written for (temporalio 1.35).
+ANSWERED = frozenset({"activate", "get_info", "get_thread_id", "get_serialization_context", "get_external_store_context"})
 
 _PROBES: tuple[SerializationContext, ...] = (
     WorkflowSerializationContext(namespace="probe", workflow_id="probe"),
@@ -45,7 +53,14 @@ _PROBES: tuple[SerializationContext, ...] = (
 def ignores_context(converter: DataConverter) -> bool:
     """Whether every payload of a workflow is converted and encoded the same whatever its context:
     no external storage, and no component that makes itself anew for a context."""
-    return converter.external_storage is None and all(converter.with_context(probe) is converter for probe in _PROBES)
+    return getattr(converter, "external_storage", None) is None and all(converter.with_context(probe) is converter for probe in _PROBES)
+
+
+def fits_this_sdk() -> bool:
+    """Whether the SDK's WorkflowInstance has exactly the methods `_ContextFree` answers. An SDK
+    that adds one gets its own runner rather than a wrapper that would not pass the call on."""
+    return frozenset(name for name, value in vars(WorkflowInstance).items()
+                     if callable(value) and not name.startswith("_")) == ANSWERED
 
 
 class ContextFreeSandbox(SandboxedWorkflowRunner):
@@ -76,4 +91,5 @@ class _ContextFree(WorkflowInstance):
         return None  # the SDK then uses the worker's converter as it is: the same, context or not
 
     def get_external_store_context(self, command_info: CommandInfo | None) -> StorageDriverStoreContext:
+        from temporalio.converter import StorageDriverStoreContext  # as new as this method
         return StorageDriverStoreContext(target=None)  # unread: no external storage (ignores_context)

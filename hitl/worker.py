@@ -37,7 +37,7 @@ from hitl.console.startup import model_warning, quiet_expected_failures
 from hitl import telemetry
 from hitl.bytecode import compile_once
 from hitl.exit_cleanly import exit_now
-from hitl.sandbox_runner import ContextFreeSandbox, ignores_context
+from hitl.sandbox_runner import ContextFreeSandbox, fits_this_sdk, ignores_context
 from hitl.settings import Settings, connect
 from workflows.agent import AgentWorkflow
 from workflows.arity import OneArgument
@@ -222,7 +222,7 @@ def workflow_runner(converter: DataConverter, sandbox: bool = True) -> WorkflowR
     (hitl/sandbox_runner.py), or no sandbox when the operator turned it off."""
     if not sandbox:
         return UnsandboxedWorkflowRunner()
-    if ignores_context(converter):
+    if ignores_context(converter) and fits_this_sdk():
         return ContextFreeSandbox(restrictions=SANDBOX)
     return SandboxedWorkflowRunner(restrictions=SANDBOX)
 

@@ -18,7 +18,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, WorkflowInstance, Workf
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from temporalio.worker.workflow_sandbox._runner import _fake_info
 
-from hitl.sandbox_runner import ContextFreeSandbox, _ContextFree, ignores_context
+from hitl.sandbox_runner import ANSWERED, ContextFreeSandbox, _ContextFree, fits_this_sdk, ignores_context
 from hitl.settings import DATA_CONVERTER, data_converter
 from hitl.worker import SANDBOX, workflow_runner
 from workflows.agent import AgentWorkflow
@@ -60,12 +60,14 @@ def test_the_worker_answers_outside_the_sandbox_only_where_no_converter_reads_th
     assert type(workflow_runner(DATA_CONVERTER, sandbox=False)) is UnsandboxedWorkflowRunner
 
 
-def test_every_method_of_a_workflow_instance_is_answered_by_the_wrapper_itself() -> None:
-    """A method the SDK adds to WorkflowInstance later must not fall back to the base class's
-    default here: this fails until the wrapper says what it does with it."""
-    methods = {name for name, value in vars(WorkflowInstance).items() if callable(value) and not name.startswith("_")}
-    assert methods == {"activate", "get_info", "get_thread_id", "get_serialization_context", "get_external_store_context"}
-    assert methods <= set(vars(_ContextFree))
+def test_every_method_of_a_workflow_instance_is_answered_by_the_wrapper_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A method the SDK adds to WorkflowInstance must not fall back to the base class's default
+    in the wrapper: the worker then keeps the SDK's own runner."""
+    assert fits_this_sdk()
+    assert ANSWERED <= set(vars(_ContextFree))
+    monkeypatch.setattr(WorkflowInstance, "a_later_sdks_method", lambda self: None, raising=False)
+    assert not fits_this_sdk()
+    assert type(workflow_runner(DATA_CONVERTER)) is SandboxedWorkflowRunner
 
 
 def details() -> WorkflowInstanceDetails:
