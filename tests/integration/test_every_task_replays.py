@@ -11,14 +11,17 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from temporalio.client import WorkflowHistory
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.offline_model import OfflineModel
-from tests.support.sessions import Agent, failed_workflow_tasks, pending_items
+from tests.support.replaying import worker_replayer
+from tests.support.sessions import Agent, failed_workflow_tasks, pending_items, sdk_query_race
 from hitl.worker import WorkerTuning, build_worker
 
 REPLAYING = WorkerTuning(max_cached_workflows=0)
+CORPUS = Path(__file__).resolve().parents[1] / "histories"
 
 
 async def test_a_session_cancelled_then_approved_at_once_closes_without_a_failed_task(
@@ -41,4 +44,21 @@ async def test_a_session_cancelled_then_approved_at_once_closes_without_a_failed
 
     assert [summary.reason for summary in summaries] == ["cancelled: stop"] * len(sessions)
     assert (workspace / "notes.txt").exists(), "an approve after cancel ran the tool"
-    assert await failed_workflow_tasks(env.client, f"TaskQueue = '{task_queue}'") == []
+    assert await failed_workflow_tasks(env.client, f"TaskQueue = '{task_queue}'", cache_zero=True) == []
+
+
+async def test_the_task_sdk_core_failed_at_cache_zero_replays_here() -> None:
+    """The history of CACHE_ZERO_QUERY_RACE (tests/support/sessions.py), caught in the tier: its
+    failed task (event 28) and the retry after it replay on this workflow with no error, so the
+    failure was core's answering a query, not a decision the session made differently on replay."""
+    [path] = (CORPUS / "races").glob("query_ran_a_local_activity_at_cache_zero--*.json")
+    history = WorkflowHistory.from_json("session-83b262da9d", path.read_text())
+    [failed] = [event for event in history.events if event.HasField("workflow_task_failed_event_attributes")]
+    message = failed.workflow_task_failed_event_attributes.failure.message
+    await worker_replayer().replay_workflow(history)
+
+    # What the checks pass: this message, once a later task completed; nothing else.
+    assert sdk_query_race(history, failed.event_id, message)
+    assert not sdk_query_race(history, failed.event_id, "[TMPRL1100] Nondeterminism error: " + message[:40])
+    unretried = WorkflowHistory(history.workflow_id, [e for e in history.events if e.event_id <= failed.event_id + 2])
+    assert not sdk_query_race(unretried, failed.event_id, message)

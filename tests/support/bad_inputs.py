@@ -271,7 +271,9 @@ WEDGES = [
     Wedge("a 1 MB `call_id`, four times, then `status` and a continue-as-new", "`reject` signal", "repeated_refusals",
           {"verb": "reject", "payload": {"call_id": "c" * MB}, "times": 4},
           "each ignored and recorded clipped to a few hundred bytes; `status` answers; the session continues as new "
-          "and its next call is decided"),
+          "and its next call is decided (sent while a busy worker holds a task, 4 MB overflow the server's 2 MB "
+          "buffer of events for it, and the server fails that task to flush it, FORCE_CLOSE_COMMAND: the next "
+          "task takes them all)"),
     Wedge("30 refused `reject`s with a 1.9 MB `reason` each, each sent once the last was refused, while a call waits",
           "`reject` signal", "refusal_flood",
           {"verb": "reject", "payload": {"call_id": "nope", "reason": "r" * 1_900_000}, "times": 30},

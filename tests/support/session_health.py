@@ -24,7 +24,14 @@ QUERIES = ("status", "pending", "transcript", "audit")
 # Temporal's own optimistic concurrency, not a failure of the workflow's code: a
 # signal arrived while the worker was completing the run, so the server asks
 # for the task again with the new event (it succeeds at once).
-BENIGN_CAUSES = {WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND}
+# And the server's own flush: while a task is in flight the server buffers new events, and once
+# they pass its limits (`history.maximumBufferedEventsSizeInBytes`, 2 MB, or 100 events) it fails
+# that task with FORCE_CLOSE_COMMAND and schedules another with everything (its
+# `closeTransactionHandleBufferedEventsLimit`). No worker can prevent it: four 1 MB signals sent
+# while a busy worker holds the task are enough. The checks that follow (queries, the next
+# decision) are what must hold after it.
+BENIGN_CAUSES = {WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND,
+                 WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_FORCE_CLOSE_COMMAND}
 
 
 async def runs_of(client: Client, workflow_id: str, first_run_id: str | None) -> list[Any]:

@@ -98,9 +98,31 @@ async def without_rpc_retries(client: Client) -> Client:
     )
 
 
-async def failed_workflow_tasks(client: Client, query_text: str) -> list[str]:
+# sdk-core at a cache of 0 (this tier's setting, never a deployment's): a query that reaches a run
+# whose workflow task is in flight is answered by replaying the history up to that started task,
+# and core runs that task's local activity for real to get there (the worker logs a second
+# `judge_calls` of the same step, not replaying). The run it built then receives the real task,
+# whose marker for that activity finds it already executed, and core fails the task with this
+# message; the retried task completes. Caught with its history beside a CPU hog, 2 times in 21 runs
+# of test_without_interrupt_a_message_waits_for_the_step_boundary; the history replays cleanly
+# (tests/integration/test_every_task_replays.py keeps it). A worker with a cache answers queries
+# from the run it holds and builds none for them.
+CACHE_ZERO_QUERY_RACE = "Attempted to check for LA marker handling in invalid state MarkerCommandCreated"
+
+
+def sdk_query_race(history: Any, failed_event_id: int, message: str) -> bool:
+    """The one failed task at a cache of 0 that is sdk-core's (CACHE_ZERO_QUERY_RACE), and only
+    when the retried task then completed: anything else is the session's."""
+    return CACHE_ZERO_QUERY_RACE in message and any(
+        event.event_id > failed_event_id and event.HasField("workflow_task_completed_event_attributes")
+        for event in history.events
+    )
+
+
+async def failed_workflow_tasks(client: Client, query_text: str, cache_zero: bool = bool(REPLAY_TIER_CACHE)) -> list[str]:
     """Every WorkflowTaskFailed event of the runs a visibility query finds, with its cause.
-    Operators alert on these: a session that works only after a retried task still pages someone."""
+    Operators alert on these: a session that works only after a retried task still pages someone.
+    `cache_zero`: the runs were on a worker that caches none (CACHE_ZERO_QUERY_RACE)."""
     failed = []
     async for execution in client.list_workflows(query_text):
         history = await client.get_workflow_handle(execution.id, run_id=execution.run_id).fetch_history()
@@ -108,7 +130,8 @@ async def failed_workflow_tasks(client: Client, query_text: str) -> list[str]:
             attributes = event.workflow_task_failed_event_attributes
             # A reset records a failed task where it cut the history, and one it cut short in
             # the run it ended (FORCE_CLOSE_COMMAND): those are the operator's, not the session's.
-            if event.HasField("workflow_task_failed_event_attributes") and attributes.cause not in OPERATOR_CAUSES:
+            if (event.HasField("workflow_task_failed_event_attributes") and attributes.cause not in OPERATOR_CAUSES
+                    and not (cache_zero and sdk_query_race(history, event.event_id, attributes.failure.message))):
                 before = [EventType.Name(e.event_type).removeprefix("EVENT_TYPE_")
                           for e in history.events if event.event_id - 8 <= e.event_id < event.event_id]
                 failed.append(f"{execution.id} event {event.event_id}: "
