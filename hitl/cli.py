@@ -20,7 +20,7 @@ from temporalio.client import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from hitl.exit_cleanly import exit_now
+from hitl.exit_cleanly import exit_with
 from hitl.console.render import args_diff, describe_pending, print_json, render_status, render_transcript, say
 from hitl.client.refusals import reason_of
 from hitl.client.sessions import read_all
@@ -343,4 +343,4 @@ def main() -> int:
 
 def command_line() -> None:
     """`python starter.py` and the installed `hitl` command."""
-    exit_now(main())
+    exit_with(main)

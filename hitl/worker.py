@@ -36,7 +36,7 @@ from activities.workspace_identity import refuse_another_workspace, with_workspa
 from hitl.console.startup import model_warning, quiet_expected_failures
 from hitl import telemetry
 from hitl.bytecode import compile_once
-from hitl.exit_cleanly import exit_now
+from hitl.exit_cleanly import exit_with
 from hitl.sandbox_runner import ContextFreeSandbox, fits_this_sdk, ignores_context
 from hitl.settings import Settings, connect
 from workflows.agent import AgentWorkflow
@@ -363,6 +363,5 @@ def command_line(argv: list[str] | None = None) -> None:
     parser.add_argument("--check", action="store_true",
                         help="exit 0 when a worker of this host polls the task queue (a container's health check)")
     if parser.parse_args(sys.argv[1:] if argv is None else argv).check:
-        exit_now(asyncio.run(health_check()))
-    asyncio.run(main())
-    exit_now(0)
+        exit_with(lambda: asyncio.run(health_check()))
+    exit_with(lambda: asyncio.run(main()))
