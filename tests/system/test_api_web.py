@@ -112,7 +112,8 @@ async def test_approve_with_an_edited_argument_and_see_the_result_arrive_live(ap
     [token_field] = await until(browser, find("#token"))
     await asyncio.to_thread(token_field.send_keys, token_of("bob") + "\n")
     await until(browser, lambda b: b.find_element("id", "who").text == "signed in as bob")
-    await until(browser, lambda b: "delete_file" in find(f'button.item[data-session="{session}"]')(b)[0].text)
+    # The list is drawn after sign-in and redrawn every few seconds: read it whole each time, never [0].
+    await until(browser, lambda b: "delete_file" in text_of(f'button.item[data-session="{session}"]')(b))
     await until(browser, find(f'button.item[data-session="{waiting["session_id"]}"]'))
     await until(browser, click(f'button.item[data-session="{session}"]'))
 
@@ -240,8 +241,7 @@ async def test_a_result_is_reviewed_and_replaced_from_the_page(api: Api, browser
     await asyncio.to_thread(result.clear)
     await asyncio.to_thread(result.send_keys, "Draft withheld: lunch moved to 1pm.")
     await until(browser, click(".pending-item.review button.approve"))
-    await until(browser, lambda b: find('#events li[data-type="pause_settled"]')(b)
-                and "edited by bob" in find('#events li[data-type="pause_settled"]')(b)[0].text)
+    await until(browser, lambda b: "edited by bob" in text_of('#events li[data-type="pause_settled"]')(b))
     await until(browser, find('#events li[data-type="answer"]'))
     async with api.as_("bob") as bob:
         transcript = (await bob.get(f"/sessions/{session}/transcript")).json()
