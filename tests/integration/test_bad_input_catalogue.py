@@ -33,6 +33,7 @@ from tests.support.session_health import (
     assert_healthy,
     assert_no_failed_workflow_task,
     can_still_decide,
+    how_it_ended,
     is_settled,
     raw_json,
     runs_of,
@@ -283,7 +284,10 @@ async def check_refusal_flood(agent: Agent, detail: dict[str, Any]) -> None:
     session = await agent.start(bad_inputs.DELETE)
     before = await pending_items(session)
     for sent in range(1, detail["times"] + 1):  # each once the last was refused, as a retrying client would
-        await session.signal(detail["verb"], detail["payload"])
+        try:
+            await session.signal(detail["verb"], detail["payload"])
+        except RPCError as error:
+            raise AssertionError(f"signal {sent} was refused ({error}): {await how_it_ended(agent.client, session.id)}") from None
         await wait_for_status(session, lambda s, sent=sent: len(s["ignored_signals"]) >= min(sent, 50))
     runs = await runs_of(agent.client, session.id, session.first_execution_run_id)
     assert len(runs) > 1, "the session never continued as new"

@@ -62,6 +62,22 @@ async def failed_workflow_tasks(handle: WorkflowHandle[Any, Any]) -> list[str]:
     return failures
 
 
+async def how_it_ended(client: Client, workflow_id: str) -> str:
+    """How the latest run of a session closed, in one line (for a test that found it closed): its
+    status, its last event with the reason or failure, and the size of its history."""
+    handle = client.get_workflow_handle(workflow_id)
+    description = await handle.describe()
+    history = await handle.fetch_history()
+    last = history.events[-1]
+    attributes = {
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED: lambda: last.workflow_execution_terminated_event_attributes.reason,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: lambda: last.workflow_execution_failed_event_attributes.failure.message,
+    }.get(last.event_type, lambda: "")()
+    size = sum(event.ByteSize() for event in history.events)
+    return (f"run {description.run_id} is {description.status.name if description.status else 'unknown'}: "
+            f"{EventType.Name(last.event_type)} {attributes[:300]!r} after {len(history.events)} events, {size:,} bytes")
+
+
 async def query_patiently(handle: WorkflowHandle[Any, Any], name: str, timeout: float = 60) -> Any:
     """A query, asked again while it times out or the session is between runs, for up to `timeout`
     seconds (times HITL_TEST_PATIENCE): on a busy machine one answer about a session of many
