@@ -18,7 +18,7 @@ from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import RawValue
 
-from tests.support.sessions import PATIENCE, POLL_AT_LEAST_SECONDS
+from tests.support.sessions import PATIENCE, POLL_AT_LEAST_SECONDS, events_before
 
 QUERIES = ("status", "pending", "transcript", "audit")
 # Temporal's own optimistic concurrency, not a failure of the workflow's code: a
@@ -58,7 +58,8 @@ async def failed_workflow_tasks(handle: WorkflowHandle[Any, Any]) -> list[str]:
             if attributes.cause in BENIGN_CAUSES:
                 continue
             cause = WorkflowTaskFailedCause.Name(attributes.cause)
-            failures.append(f"run {history.run_id}: {cause}: {attributes.failure.message[:300]}")
+            failures.append(f"run {history.run_id} event {event.event_id}: {cause}: {attributes.failure.message[:300]} "
+                            f"(after {events_before(history, event.event_id)})")
     return failures
 
 

@@ -13,7 +13,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import pytest
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory, WorkflowUpdateFailedError
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
@@ -132,12 +132,16 @@ async def failed_workflow_tasks(client: Client, query_text: str, cache_zero: boo
             # the run it ended (FORCE_CLOSE_COMMAND): those are the operator's, not the session's.
             if (event.HasField("workflow_task_failed_event_attributes") and attributes.cause not in OPERATOR_CAUSES
                     and not (cache_zero and sdk_query_race(history, event.event_id, attributes.failure.message))):
-                before = [EventType.Name(e.event_type).removeprefix("EVENT_TYPE_")
-                          for e in history.events if event.event_id - 8 <= e.event_id < event.event_id]
                 failed.append(f"{execution.id} event {event.event_id}: "
                               f"{WorkflowTaskFailedCause.Name(attributes.cause)}: {attributes.failure.message[:300]} "
-                              f"(after {', '.join(before)})")
+                              f"(after {events_before(history, event.event_id)})")
     return failed
+
+
+def events_before(history: WorkflowHistory, event_id: int, count: int = 8) -> str:
+    """The kinds of the `count` events before `event_id`: what a failed task followed, in a failure's message."""
+    return ", ".join(EventType.Name(e.event_type).removeprefix("EVENT_TYPE_")
+                     for e in history.events if event_id - count <= e.event_id < event_id)
 
 
 async def record_if_asked(client: Client, task_queue: str, since: datetime | None = None) -> None:
