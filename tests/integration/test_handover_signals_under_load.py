@@ -22,7 +22,7 @@ from pathlib import Path
 from temporalio.testing import WorkflowEnvironment
 
 from tests.support import bad_inputs
-from tests.support.session_health import wait_for_status
+from tests.support.session_health import runs_of, wait_for_status
 from tests.support.sessions import pending_items, running_agent
 
 ATTEMPTS = int(os.environ.get("HITL_HANDOVER_ATTEMPTS", "12"))
@@ -31,7 +31,7 @@ SIGNALS = 4
 HOG = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end: pass"
 
 
-async def test_signals_sent_as_a_session_hands_over_all_reach_it(env: WorkflowEnvironment, workspace: Path) -> None:
+async def test_signals_sent_as_a_session_hands_over_all_reach_it(env: WorkflowEnvironment, workspace: Path, tmp_path: Path) -> None:
     hog = subprocess.Popen([sys.executable, "-c", HOG])
     lost: list[str] = []
     try:
@@ -43,10 +43,20 @@ async def test_signals_sent_as_a_session_hands_over_all_reach_it(env: WorkflowEn
                     await session.signal("reject", {"call_id": "c" * bad_inputs.MB})
                 try:
                     await wait_for_status(session, lambda s: len(s["ignored_signals"]) >= SIGNALS)
-                except AssertionError:
-                    lost.append(session.id)
+                except AssertionError as error:  # lost signals, or a failed task: kept to be replayed
+                    kept = await keep_histories(env, session.id, session.first_execution_run_id, tmp_path)
+                    lost.append(f"{session.id} ({str(error)[:800]}; every run's history in {kept})")
                 await session.terminate()
     finally:
         hog.kill()
         hog.wait()
-    assert not lost, f"{len(lost)} of {ATTEMPTS} sessions lost signals sent as they handed over: {lost}"
+    assert not lost, f"{len(lost)} of {ATTEMPTS} sessions lost signals sent as they handed over, or failed a task: {lost}"
+
+
+async def keep_histories(env: WorkflowEnvironment, session_id: str, first_run: str | None, folder: Path) -> Path:
+    """Every run's history of a session that went wrong, as files `Replayer` reads (tests/histories' names)."""
+    kept = folder / session_id
+    kept.mkdir(parents=True, exist_ok=True)
+    for history in await runs_of(env.client, session_id, first_run):
+        (kept / f"{session_id}--{history.run_id}.json").write_text(history.to_json())
+    return kept
