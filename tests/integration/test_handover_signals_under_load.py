@@ -54,7 +54,7 @@ async def test_signals_sent_as_a_session_hands_over_all_reach_it(env: WorkflowEn
 
 
 async def keep_histories(env: WorkflowEnvironment, session_id: str, first_run: str | None, folder: Path) -> Path:
-    """Every run's history of a session that went wrong, as files `Replayer` reads (tests/histories' names)."""
+    """Every run's history of a session that went wrong, one JSON file a run, as `WorkflowHistory.from_json` reads."""
     kept = folder / session_id
     kept.mkdir(parents=True, exist_ok=True)
     for history in await runs_of(env.client, session_id, first_run):

@@ -70,13 +70,11 @@ async def how_it_ended(client: Client, workflow_id: str) -> str:
     description = await handle.describe()
     history = await handle.fetch_history()
     last = history.events[-1]
-    attributes = {
-        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED: lambda: last.workflow_execution_terminated_event_attributes.reason,
-        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: lambda: last.workflow_execution_failed_event_attributes.failure.message,
-    }.get(last.event_type, lambda: "")()
+    why = (last.workflow_execution_terminated_event_attributes.reason
+           or last.workflow_execution_failed_event_attributes.failure.message)  # "" for other events
     size = sum(event.ByteSize() for event in history.events)
     return (f"run {description.run_id} is {description.status.name if description.status else 'unknown'}: "
-            f"{EventType.Name(last.event_type)} {attributes[:300]!r} after {len(history.events)} events, {size:,} bytes")
+            f"{EventType.Name(last.event_type)} {why[:300]!r} after {len(history.events)} events, {size:,} bytes")
 
 
 async def query_patiently(handle: WorkflowHandle[Any, Any], name: str, timeout: float = 60) -> Any:
