@@ -30,7 +30,7 @@ from activities.notify import NotifyActivities
 from activities.observed_model import observed
 from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, judge_calls, unknown_tools
 from activities.session_environment import SessionEnvironment
-from activities.transcript_index import keep_transcript_index
+from activities.transcript_index import keep_transcript_index, record_transcript_index
 from activities.run_tool import ToolActivities
 from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
 from hitl.console.startup import model_warning, quiet_expected_failures
@@ -183,7 +183,8 @@ def session_activities(model: ModelActivities, tools: ToolActivities, notify: No
     """Every activity of workflows/contract.py's ACTIVITIES, by method reference (each declares
     its contract name); tests/unit/test_contract.py checks that the two name the same set."""
     return [model.call_model, tools.run_tool, notify.notify, unknown_tools, catalog_verdicts, judge_calls,
-            environment.session_environment, environment.session_facts, keep_transcript_index]
+            environment.session_environment, environment.session_facts, keep_transcript_index,
+            record_transcript_index]
 
 
 def build_worker(

@@ -11,14 +11,24 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import RawValue, RetryPolicy
+from temporalio.exceptions import ActivityError
 
-from workflows.contract import KEEP_TRANSCRIPT_INDEX
+from workflows.activity_calls import failure_message
+from workflows.contract import KEEP_TRANSCRIPT_INDEX, RECORD_TRANSCRIPT_INDEX
 from workflows.events import EventLog
 from workflows.handover import DECIDED_KEPT, HISTORY_BYTES_LIMIT, RunState, newest, shrink_to_fit
 from workflows.transcript_index import transcript_index
 
-# How long a run waits, at a hand-over, for the timer whose task it continues as new in.
+# How long a run recorded before `hand-over-after-its-index-activity` waits, at a hand-over, for
+# the timer whose task it continues as new in.
 HAND_OVER_TIMER = timedelta(milliseconds=1)
+# Retried a few times (a worker of the version before it, in a rolling deploy, lacks the activity),
+# then the run hands over without an index.
+RECORD_INDEX_CALL = dict(
+    start_to_close_timeout=timedelta(seconds=30),
+    retry_policy=RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=10)),
+)
 
 
 class Continuing:
@@ -52,22 +62,23 @@ class Continuing:
         Handlers and notifications still in flight finish first: Temporal
         drops an activity's result once its run has ended.
 
-        The run continues as new in the task its own timer starts. A local activity's result
-        can come in an activation of its own, with the signals of the same workflow task in the
-        next one: a run that continued as new on the result alone had chosen what to carry before
-        those signals were handled, and they were lost to the next run (a replay after a failed
-        task reproduces that split). A timer fires as an event, in one activation with every
-        signal of its task, and those are handled before the loop resumes.
+        The run continues as new in the task its transcript index's activity completes in. A
+        local activity's result can come in an activation of its own, with the signals of the same
+        workflow task in the next one: a run that continued as new on the result alone had chosen
+        what to carry before those signals were handled, and they were lost to the next run (a
+        replay after a failed task reproduces that split). An ordinary activity's completion is an
+        event, given in one activation with every signal of its task, and those are handled before
+        the loop resumes. It is dispatched at once: a timer (as runs before did) fires no sooner
+        than the server's timer queue next reads, about a second away, and a second of 1.9 MB
+        signals took a run past Temporal's 50 MB limit.
         """
         self.handing_over = True  # Updates waiting for the session to settle answer now
         carried = await self.carry_once_settled()
-        if carried is not None and self.behaviours.indexes_transcript():
-            await self.keep_transcript_index()
-            # Signals that came meanwhile are in the state now: carry that, not the state before.
-            carried = await self.carry_once_settled()
-        if carried is not None and self.behaviours.hands_over_in_a_timer_task:
-            await workflow.sleep(HAND_OVER_TIMER, summary="hand over in a task of its own")
-            carried = await self.carry_once_settled()
+        if carried is not None and self.behaviours.hands_over_after_its_index:
+            await self.record_transcript_index()
+            carried = await self.carry_once_settled()  # with the signals that came meanwhile
+        elif carried is not None:
+            carried = await self.settle_as_runs_before_the_index_activity(carried)
         if carried is None:
             workflow.logger.warning("too much waits for people to hand over now; trying again once it settles")
             self.hand_over_blocked = True
@@ -75,18 +86,44 @@ class Continuing:
             return
         workflow.continue_as_new(self.config.model_copy(update={"carried": carried.model_dump(mode="json")}))
 
+    async def settle_as_runs_before_the_index_activity(self, carried: RunState) -> RunState | None:
+        """Runs recorded before `hand-over-after-its-index-activity`: the index by local activity,
+        then (since `hand-over-in-a-timer-task`) a 1 ms timer to continue as new in the task of."""
+        settled: RunState | None = carried
+        if self.behaviours.indexes_transcript():
+            await self.keep_transcript_index()
+            settled = await self.carry_once_settled()
+        if settled is not None and self.behaviours.hands_over_in_a_timer_task:
+            await workflow.sleep(HAND_OVER_TIMER, summary="hand over in a task of its own")
+            settled = await self.carry_once_settled()
+        return settled
+
     async def carry_once_settled(self) -> RunState | None:
         """What to carry once handlers and notifications in flight have finished; None when it does not fit.
 
-        After the hand-over's timer nothing it waits for may be a local activity (notifications are
+        After the index's activity nothing it waits for may be a local activity (notifications are
         ordinary activities, handlers await none): a local activity's result could come alone again.
         """
         await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
         return shrink_to_fit(self.carry(), self.conversation)
 
+    async def record_transcript_index(self) -> None:
+        """This run's transcript by reference, recorded once in its history as an activity's input,
+        so that it can be read back without a replay once the run has ended
+        (workflows/transcript_index.py). Awaited even when the run has no index: its completion
+        is the task the run hands over in. Its result is not read (anyone who reaches the
+        frontend may complete it), and a failure only leaves the transcript to be read by queries."""
+        index = transcript_index(self.run_state.first_message_index, self.conversation.messages)
+        try:
+            await workflow.execute_activity(
+                RECORD_TRANSCRIPT_INDEX.name, index, result_type=RawValue, summary="the transcript index of this run",
+                **RECORD_INDEX_CALL,
+            )
+        except ActivityError as error:
+            workflow.logger.warning("the transcript index was not recorded: %s", failure_message(error))
+
     async def keep_transcript_index(self) -> None:
-        """This run's transcript by reference, recorded once in its history, so that it can be read
-        back without a replay once the run has ended (workflows/transcript_index.py)."""
+        """Runs before `hand-over-after-its-index-activity`: the index by a local activity, kept in its marker."""
         index = transcript_index(self.run_state.first_message_index, self.conversation.messages)
         if index is not None:
             await self.local_activity(

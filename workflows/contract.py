@@ -216,9 +216,13 @@ CATALOG_VERDICTS: Activity[VerdictRequest, list[dict[str, Any]]] = Activity(
     "catalog_verdicts", VerdictRequest, list[dict[str, Any]], local=True)
 JUDGE_CALLS: Activity[JudgementRequest, Judgement] = Activity("judge_calls", JudgementRequest, Judgement, local=True)
 # A handing-over run's transcript index, given and returned: recorded once in its history (workflows/transcript_index.py).
+# Runs before hand-over-after-its-index-activity (workflows/patches.py): given and returned, kept in the marker.
 KEEP_TRANSCRIPT_INDEX: Activity[dict[str, Any], dict[str, Any]] = Activity(
     "keep_transcript_index", dict[str, Any], dict[str, Any], local=True)
+# Runs since: an ordinary activity, the index its recorded input (None when the run has none), its result nothing.
+RECORD_TRANSCRIPT_INDEX: Activity[dict[str, Any] | None, None] = Activity(
+    "record_transcript_index", dict[str, Any] | None, None)
 ACTIVITIES: tuple[Activity[Any, Any], ...] = (
     CALL_MODEL, RUN_TOOL, NOTIFY, SESSION_ENVIRONMENT, SESSION_FACTS, UNKNOWN_TOOLS, CATALOG_VERDICTS, JUDGE_CALLS,
-    KEEP_TRANSCRIPT_INDEX,
+    KEEP_TRANSCRIPT_INDEX, RECORD_TRANSCRIPT_INDEX,
 )

@@ -49,10 +49,16 @@ TRANSCRIPT_INDEX = "transcript-index-at-hand-over"
 # Runs that continue as new in the task of a timer of their own. Before it, a run could continue as
 # new in an activation that only resolved a local activity, and signals of the same workflow task,
 # handled in the next activation, were lost to the next run (workflows/continuing.py, hand_over).
-# The newest, asked at run start: it implies every patch above, those asked later too. (Asked at the
+# Asked at run start: it implies every patch above, those asked later too. (Asked at the
 # hand-over it would be wrong in a replay: a local activity's result that a run took in the task
 # after its marker's is replayed in the marker's task, before that later task's patch markers.)
 HAND_OVER_IN_A_TIMER_TASK = "hand-over-in-a-timer-task"
+# Runs that continue as new in the task their transcript index's activity completes (an ordinary
+# activity, its index recorded as its input). Before it, the index was a local activity and the
+# run waited for a 1 ms timer after it; the server fires no timer before its timer queue's next
+# read, about a second away, and a flood of 1.9 MB signals meanwhile took the run past 50 MB and
+# the server terminated it. The newest, asked at run start: it implies every patch above.
+HAND_OVER_AFTER_ITS_INDEX = "hand-over-after-its-index-activity"
 
 
 @dataclass(frozen=True)
@@ -66,16 +72,20 @@ class Behaviours:
     verdicts_cached_per_run: bool = True
     authorization_model: bool = True
     hands_over_in_a_timer_task: bool = True
+    hands_over_after_its_index: bool = True
 
     @classmethod
     def at_run_start(cls) -> Behaviours:
         """Asked before any local activity: a replay must meet the markers in the order they were made."""
-        if workflow.patched(HAND_OVER_IN_A_TIMER_TASK):
+        if workflow.patched(HAND_OVER_AFTER_ITS_INDEX):
             return cls()
+        if workflow.patched(HAND_OVER_IN_A_TIMER_TASK):
+            return cls(hands_over_after_its_index=False)
         if workflow.patched(AUTHORIZATION_MODEL):
-            return cls(hands_over_in_a_timer_task=False)
+            return cls(hands_over_in_a_timer_task=False, hands_over_after_its_index=False)
         return cls(
             hands_over_in_a_timer_task=False,
+            hands_over_after_its_index=False,
             hands_over_anywhere=workflow.patched(HAND_OVER_ANYWHERE),
             publishes_and_verifies=workflow.patched(PUBLISH_AND_VERIFY),
             edits_without_regexes=workflow.patched(EDITS_WITHOUT_REGEXES),

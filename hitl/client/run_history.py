@@ -27,7 +27,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
-from workflows.contract import KEEP_TRANSCRIPT_INDEX, TRANSCRIPT_PAGE
+from workflows.contract import KEEP_TRANSCRIPT_INDEX, RECORD_TRANSCRIPT_INDEX, TRANSCRIPT_PAGE
 from workflows.transcript_index import Unresolved, long_strings, resolved
 
 RPC = timedelta(seconds=30)
@@ -59,19 +59,27 @@ def payloads_of(event: HistoryEvent) -> list[Payload]:
     return []
 
 
-def index_marker(event: HistoryEvent, client: Client) -> bool:
-    """A local activity marker of `keep_transcript_index` (its data, written by the SDK core, is plain JSON)."""
+def index_payloads(event: HistoryEvent, client: Client) -> list[Payload] | None:
+    """The payloads of a run's transcript index, if this event records one: the input of a
+    `record_transcript_index` activity, or (runs before it) a `keep_transcript_index` local
+    activity's marker, whose data, written by the SDK core, is plain JSON. Only the workflow
+    writes either (an activity's completion, which anyone may send, is not read here)."""
+    if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+        scheduled = event.activity_task_scheduled_event_attributes
+        return list(scheduled.input.payloads) if scheduled.activity_type.name == RECORD_TRANSCRIPT_INDEX.name else None
     if event.event_type != EventType.EVENT_TYPE_MARKER_RECORDED:
-        return False
+        return None
     attributes = event.marker_recorded_event_attributes
     if attributes.marker_name != LOCAL_ACTIVITY_MARKER or "data" not in attributes.details:
-        return False
+        return None
     data = attributes.details["data"].payloads
     try:
         marker = client.data_converter.payload_converter.from_payloads(list(data))[0]
     except Exception:
-        return False
-    return isinstance(marker, dict) and marker.get("activity_type") == KEEP_TRANSCRIPT_INDEX.name
+        return None
+    if isinstance(marker, dict) and marker.get("activity_type") == KEEP_TRANSCRIPT_INDEX.name:
+        return payloads_of(event)
+    return None
 
 
 async def decoded(client: Client, payloads: list[Payload]) -> list[Any]:
@@ -106,8 +114,8 @@ async def closed_run_part(client: Client, session_id: str, run_id: str) -> RunPa
         return None  # gone with retention, say: the queries say so in their own way
     events = list(history.events)
     earlier = events[0].workflow_execution_started_event_attributes.continued_execution_run_id or None
-    markers = [event for event in events if index_marker(event, client)]
-    if not markers:
+    indexes = [payloads for payloads in (index_payloads(event, client) for event in events) if payloads is not None]
+    if not indexes:
         return None
     groups = [payloads_of(event) for event in events]
     flat = [payload for group in groups for payload in group]
@@ -115,7 +123,9 @@ async def closed_run_part(client: Client, session_id: str, run_id: str) -> RunPa
     for value in await readable(client, flat):
         long_strings(value, strings)
     try:
-        [index] = await decoded(client, payloads_of(markers[-1]))
+        [index] = await decoded(client, indexes[-1])
+        if index is None:  # the run recorded none: too large to index
+            return None
         messages = resolved(index["messages"], strings)
     except (Unresolved, KeyError, TypeError, ValueError, RuntimeError):
         return None

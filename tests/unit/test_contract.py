@@ -89,8 +89,8 @@ def test_each_activity_takes_the_contracts_input_and_returns_its_result(tmp_path
         entry = by_name[definition.name]
         [annotation] = definition.arg_types or [Any]
         allowed = members(annotation)
-        assert any(same_model(one, entry.input) or one == get_origin(entry.input) or one == entry.input
-                   for one in allowed), definition.name
+        assert all(any(same_model(one, wanted) or one == get_origin(wanted) or one == wanted for one in allowed)
+                   for wanted in members(entry.input)), definition.name
         if isinstance(entry.result, type) and issubclass(entry.result, BaseModel):
             assert definition.ret_type is entry.result, definition.name
 

@@ -10,13 +10,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
 from hitl.client.run_history import LOCAL_ACTIVITY_MARKER, closed_run_part
 from hitl.settings import data_converter
-from workflows.contract import KEEP_TRANSCRIPT_INDEX
+from workflows.contract import KEEP_TRANSCRIPT_INDEX, RECORD_TRANSCRIPT_INDEX
 from workflows.conversation import ChatMessage
 from workflows.transcript_index import transcript_index
 
@@ -27,10 +28,24 @@ def json_payload(value: Any) -> Payload:
     return Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(value).encode())
 
 
-def history(*strange: Payload) -> list[HistoryEvent]:
+def index_event(index: Any, recorded_as: str) -> HistoryEvent:
+    """The index as a run records it: its activity's input, or (runs before that) its local activity's marker."""
     converter = data_converter(None).payload_converter
+    if recorded_as == "activity":
+        scheduled = HistoryEvent(event_type=EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+        scheduled.activity_task_scheduled_event_attributes.activity_type.name = RECORD_TRANSCRIPT_INDEX.name
+        scheduled.activity_task_scheduled_event_attributes.input.payloads.extend(converter.to_payloads([index]))
+        return scheduled
+    marker = HistoryEvent(event_type=EventType.EVENT_TYPE_MARKER_RECORDED)
+    attributes = marker.marker_recorded_event_attributes
+    attributes.marker_name = LOCAL_ACTIVITY_MARKER
+    attributes.details["data"].payloads.extend(converter.to_payloads([{"activity_type": KEEP_TRANSCRIPT_INDEX.name}]))
+    attributes.details["result"].payloads.extend(converter.to_payloads([index]))
+    return marker
+
+
+def history(*strange: Payload, recorded_as: str = "activity", index: Any = "made") -> list[HistoryEvent]:
     messages = [ChatMessage(role="user", content="hi"), ChatMessage(role="assistant", content=LONG)]
-    index = transcript_index(0, messages)
     started = HistoryEvent(event_type=EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED)
     started.workflow_execution_started_event_attributes.input.payloads.append(json_payload({"message": "hi"}))
     reply = HistoryEvent(event_type=EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED)
@@ -40,12 +55,8 @@ def history(*strange: Payload) -> list[HistoryEvent]:
         signal = HistoryEvent(event_type=EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
         signal.workflow_execution_signaled_event_attributes.input.payloads.append(payload)
         signals.append(signal)
-    marker = HistoryEvent(event_type=EventType.EVENT_TYPE_MARKER_RECORDED)
-    attributes = marker.marker_recorded_event_attributes
-    attributes.marker_name = LOCAL_ACTIVITY_MARKER
-    attributes.details["data"].payloads.extend(converter.to_payloads([{"activity_type": KEEP_TRANSCRIPT_INDEX.name}]))
-    attributes.details["result"].payloads.extend(converter.to_payloads([index]))
-    return [started, reply, *signals, marker]
+    recorded = transcript_index(0, messages) if index == "made" else index
+    return [started, reply, *signals, index_event(recorded, recorded_as)]
 
 
 @dataclass
@@ -70,9 +81,15 @@ class Client:
         return Handle(self.events)
 
 
-async def test_a_plain_history_is_rebuilt() -> None:
-    part = await closed_run_part(Client(history()), "s", "r")  # type: ignore[arg-type]
+@pytest.mark.parametrize("recorded_as", ["activity", "marker"])
+async def test_a_plain_history_is_rebuilt(recorded_as: str) -> None:
+    part = await closed_run_part(Client(history(recorded_as=recorded_as)), "s", "r")  # type: ignore[arg-type]
     assert part is not None and part.messages == [{"role": "user", "content": "hi"}, {"role": "assistant", "content": LONG}]
+
+
+async def test_a_run_that_recorded_no_index_is_read_by_queries() -> None:
+    """A run too large to index still records its activity (the task it hands over in), with None."""
+    assert await closed_run_part(Client(history(index=None)), "s", "r") is None  # type: ignore[arg-type]
 
 
 async def test_a_signal_this_client_cannot_decode_does_not_break_the_read() -> None:
