@@ -159,6 +159,7 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, Continuing, C
                     timeout=max(timedelta(0), self.run_state.idle_until - workflow.now()),
                 )
             except asyncio.TimeoutError:
+                self.history_moved_on()  # the timer fired
                 self.close(f"idle for {self.config.idle_timeout_seconds:g} seconds")
                 return False
             if self.run_state.inbox or self.run_state.cancel_reason is not None:
@@ -261,6 +262,7 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, Continuing, C
             call.cancel()
             call.add_done_callback(lambda done: done.cancelled() or done.exception())  # retrieved: not an error
             return None
+        self.history_moved_on()  # the activity's outcome
         try:
             reply = read_result(call.result(), CALL_MODEL.result)
         except ActivityError as error:
@@ -319,9 +321,9 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, Continuing, C
     async def run_tool(self, call_id: str, tool: str, args: dict[str, Any]) -> ToolOutcome:
         invocation = ToolInvocation(session_id=workflow.info().workflow_id, call_id=call_id, tool=tool, args=args)
         try:
-            output = read_result(await workflow.execute_activity(
+            output = read_result(await self.activity_outcome(workflow.execute_activity(
                 RUN_TOOL.name, invocation, result_type=RawValue, summary=f"{tool} ({call_id})", **TOOL_CALL
-            ), RUN_TOOL.result)
+            )), RUN_TOOL.result)
         except ActivityError as error:
             # An error's text is the tool's (an MCP server's isError result, an exception's message):
             # it enters the conversation like a result, so it counts as the tool's output too.

@@ -41,12 +41,12 @@ class Continuing:
         the server's early suggestion (about 4 MB): each hand-over carries the
         model's recent view, so fewer, larger runs store less in all.
         """
-        info = workflow.info()
-        if info.get_current_history_length() >= self.config.continue_as_new_after_events:
+        history = self.history_reading()
+        if history.length >= self.config.continue_as_new_after_events:
             return True
         if self.hands_over_anywhere:
-            return info.get_current_history_size() >= HISTORY_BYTES_LIMIT
-        return info.is_continue_as_new_suggested()
+            return history.size >= HISTORY_BYTES_LIMIT
+        return workflow.info().is_continue_as_new_suggested()
 
     def should_hand_over(self) -> bool:
         """Wake a wait to hand over (only sessions that may hand over anywhere)."""
@@ -115,10 +115,10 @@ class Continuing:
         frontend may complete it), and a failure only leaves the transcript to be read by queries."""
         index = transcript_index(self.run_state.first_message_index, self.conversation.messages)
         try:
-            await workflow.execute_activity(
+            await self.activity_outcome(workflow.execute_activity(
                 RECORD_TRANSCRIPT_INDEX.name, index, result_type=RawValue, summary="the transcript index of this run",
                 **RECORD_INDEX_CALL,
-            )
+            ))
         except ActivityError as error:
             workflow.logger.warning("the transcript index was not recorded: %s", failure_message(error))
 

@@ -119,6 +119,7 @@ class Handlers:
         message in one request. It also answers, perhaps still running, when the run hands over
         to a new one (continue-as-new) and when more than MAX_WAITERS wait (the oldest): the
         caller asks again."""
+        self.history_moved_on()  # accepted: recorded in the history
         try:
             request = decoded(payload) or {}
             after = int(request.get("after_event", 0)) if isinstance(request, dict) else 0

@@ -190,6 +190,7 @@ class Inbound:
 
     def signal_or_record(self, signal: str, payload: RawValue, handle: Callable[[Any], Any]) -> None:
         """A signal never fails the workflow: a refused one is recorded and changes nothing."""
+        self.history_moved_on()
         value: Any = None
         try:
             value = decoded(payload)
@@ -230,6 +231,7 @@ class Inbound:
     def update_or_fail(self, name: str, payload: RawValue, handle: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
         """Validators refuse most bad Updates before they are recorded; what reaches a handler and
         is refused (a decision without a valid proof, always) is audited like a refused signal."""
+        self.history_moved_on()  # accepted: recorded in the history (a validator's refusal is not)
         value: Any = None
         try:
             value = decoded(payload)

@@ -57,8 +57,22 @@ HAND_OVER_IN_A_TIMER_TASK = "hand-over-in-a-timer-task"
 # activity, its index recorded as its input). Before it, the index was a local activity and the
 # run waited for a 1 ms timer after it; the server fires no timer before its timer queue's next
 # read, about a second away, and a flood of 1.9 MB signals meanwhile took the run past 50 MB and
-# the server terminated it. The newest, asked at run start: it implies every patch above.
+# the server terminated it. Asked at run start: it implies every patch above.
 HAND_OVER_AFTER_ITS_INDEX = "hand-over-after-its-index-activity"
+# Runs whose decisions right after a local activity read the history's length and size as the
+# activity started (workflows/activity_calls.py, history_reading). Before it, they read the task's
+# own, which sdk-core can make a later task's than a replay's: the two decided differently and the
+# replay failed every task. The newest, asked at run start: it implies every patch above.
+HISTORY_AS_OF_LOCAL_ACTIVITY_START = "history-read-as-of-local-activity-start"
+
+# The patches asked at run start, newest first, each with the behaviour it brought: a run that has
+# one has every older one, and none of the newer.
+RUN_START_PATCHES = (
+    (HISTORY_AS_OF_LOCAL_ACTIVITY_START, "reads_history_as_of_local_activity_start"),
+    (HAND_OVER_AFTER_ITS_INDEX, "hands_over_after_its_index"),
+    (HAND_OVER_IN_A_TIMER_TASK, "hands_over_in_a_timer_task"),
+    (AUTHORIZATION_MODEL, "authorization_model"),
+)
 
 
 @dataclass(frozen=True)
@@ -73,25 +87,23 @@ class Behaviours:
     authorization_model: bool = True
     hands_over_in_a_timer_task: bool = True
     hands_over_after_its_index: bool = True
+    reads_history_as_of_local_activity_start: bool = True
 
     @classmethod
     def at_run_start(cls) -> Behaviours:
         """Asked before any local activity: a replay must meet the markers in the order they were made."""
-        if workflow.patched(HAND_OVER_AFTER_ITS_INDEX):
-            return cls()
-        if workflow.patched(HAND_OVER_IN_A_TIMER_TASK):
-            return cls(hands_over_after_its_index=False)
-        if workflow.patched(AUTHORIZATION_MODEL):
-            return cls(hands_over_in_a_timer_task=False, hands_over_after_its_index=False)
+        lacking: dict[str, bool] = {}
+        for patch, behaviour in RUN_START_PATCHES:
+            if workflow.patched(patch):
+                return cls(**lacking)
+            lacking[behaviour] = False
         return cls(
-            hands_over_in_a_timer_task=False,
-            hands_over_after_its_index=False,
+            **lacking,
             hands_over_anywhere=workflow.patched(HAND_OVER_ANYWHERE),
             publishes_and_verifies=workflow.patched(PUBLISH_AND_VERIFY),
             edits_without_regexes=workflow.patched(EDITS_WITHOUT_REGEXES),
             verdicts_by_local_activity=workflow.patched(VERDICTS_BY_LOCAL_ACTIVITY),
             verdicts_cached_per_run=workflow.patched(VERDICTS_CACHED_PER_RUN),
-            authorization_model=False,
         )
 
     def closes_after_notifications(self) -> bool:

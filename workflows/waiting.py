@@ -132,13 +132,13 @@ class Waiting:
                     )
                     continue
                 except asyncio.TimeoutError:
-                    pass
+                    self.history_moved_on()  # the timer fired
             self.on_the_clock()
         self.set_state("running")
 
     def history_is_critical(self) -> bool:
-        info = workflow.info()
-        return info.get_current_history_length() >= HISTORY_EVENTS_CRITICAL or info.get_current_history_size() >= HISTORY_BYTES_CRITICAL
+        history = self.history_reading()
+        return history.length >= HISTORY_EVENTS_CRITICAL or history.size >= HISTORY_BYTES_CRITICAL
 
     def on_the_clock(self) -> None:
         """Deadlines, escalations and reminders that have come due; the timeout comes last."""
@@ -207,9 +207,9 @@ class Waiting:
         async def send() -> None:
             self.notifications_in_flight += 1
             try:
-                await workflow.execute_activity(  # its result, unread: anyone who reaches the frontend may complete it
+                await self.activity_outcome(workflow.execute_activity(  # its result, unread: anyone who reaches the frontend may complete it
                     NOTIFY.name, notification, result_type=RawValue, summary=f"notify {', '.join(notification.to) or 'anyone'}: {event}", **NOTIFY_CALL
-                )
+                ))
             except ActivityError as error:
                 workflow.logger.warning("notification failed: %s", failure_message(error))
             finally:

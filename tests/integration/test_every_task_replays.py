@@ -68,7 +68,8 @@ async def test_the_task_sdk_core_failed_at_cache_zero_replays_here() -> None:
 
 
 async def test_a_hand_over_decided_where_a_local_activitys_result_came_late_fails_its_replay() -> None:
-    """Open (issue 18): a history whose replay fails, kept as the evidence of why.
+    """A history whose replay fails, kept as the evidence of why runs since
+    `history-read-as-of-local-activity-start` read the history as of a local activity's start.
 
     Caught once in 2,400 sessions of test_handover_signals_under_load.py beside two CPU hogs
     (cut here before the signals that then made the server force-close a task, which evicted the
@@ -78,9 +79,9 @@ async def test_a_hand_over_decided_where_a_local_activitys_result_came_late_fail
     local activity's result waits). Live, the code after the result saw a history of 22 events,
     past this run's budget of 20, and began its hand-over, waiting for the notification it
     scheduled (26). A replay gives the result in the marker's task, at 18 events: no hand-over,
-    so it waits for people with a timer, where the run had scheduled that notification. The fix
-    is for the decision after a local activity to see the same history length live and in replay,
-    behind a patch; a run recorded before it, like this one, replays the old way and still fails."""
+    so it waits for people with a timer, where the run had scheduled that notification. Runs since
+    the patch decide on 18 events in both (tests/unit/test_history_reading.py); a run recorded
+    before it, like this one, replays the old way and still fails."""
     [path] = (CORPUS / "races").glob("hand_over_decided_in_a_local_activitys_late_task--*.json")
     history = WorkflowHistory.from_json("session-ee9539b9c8", path.read_text())
     kinds = {event.event_id: EventType.Name(event.event_type).removeprefix("EVENT_TYPE_") for event in history.events}

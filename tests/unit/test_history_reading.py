@@ -1,0 +1,113 @@
+"""A decision right after a local activity reads the history as a replay of it will.
+
+sdk-core can give a local activity's result to the code in a later workflow task than the one
+whose completion recorded its marker (it did when it answered a query meanwhile), and a replay
+gives it in the marker's task. In the history kept in tests/histories/races/, the code read 22
+events live, past the run's budget of 20, and began its hand-over; the replay read 18, waited with
+a timer instead, and failed every task. Here the local activity returns in either task, as it can
+live and in a replay, and the run must decide the same in both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from temporalio import workflow
+
+from workflows.activity_calls import LocalChecks
+from workflows.continuing import Continuing
+from workflows.handover import HISTORY_BYTES_LIMIT
+from workflows.patches import Behaviours
+from workflows.waiting import HISTORY_EVENTS_CRITICAL, Waiting
+
+BUDGET = 20
+STARTED_AT = 18  # the task the local activity started in, and its marker's
+LATE = 22  # the task sdk-core gave its result in, live
+
+
+@dataclass
+class Task:
+    """The workflow task the code runs in, as `workflow.info()` tells it."""
+
+    length: int
+    size: int = 3_000
+
+    def get_current_history_length(self) -> int:
+        return self.length
+
+    def get_current_history_size(self) -> int:
+        return self.size
+
+
+@dataclass
+class Session(LocalChecks, Continuing):
+    behaviours: Behaviours = field(default_factory=Behaviours)
+    config: Any = field(default_factory=lambda: SimpleNamespace(continue_as_new_after_events=BUDGET))
+    hands_over_anywhere: bool = True
+    hand_over_blocked: bool = False
+
+
+@pytest.fixture
+def task(monkeypatch: pytest.MonkeyPatch) -> Task:
+    current = Task(STARTED_AT)
+    monkeypatch.setattr(workflow, "info", lambda: current)
+    return current
+
+
+def returning_in(task: Task, length: int, size: int | None = None) -> Any:
+    """A local activity whose result the code is given in the task at `length` events."""
+    async def execute_local_activity(*args: Any, **kwargs: Any) -> str:
+        task.length = length
+        task.size = size if size is not None else task.size
+        return "verdict"
+    return execute_local_activity
+
+
+@pytest.mark.parametrize("given_in", [STARTED_AT, LATE], ids=["in its marker's task (a replay)", "a task later (live)"])
+async def test_the_decision_after_a_local_activity_does_not_depend_on_the_task_its_result_came_in(
+        task: Task, monkeypatch: pytest.MonkeyPatch, given_in: int) -> None:
+    session = Session()
+    monkeypatch.setattr(workflow, "execute_local_activity", returning_in(task, given_in))
+    assert await session.local_activity("judge_calls", None) == "verdict"
+    assert session.history_is_long() is False  # as at 18 events, whichever task the code is in
+
+
+async def test_size_is_read_as_of_the_start_too(task: Task, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = Session()
+    monkeypatch.setattr(workflow, "execute_local_activity", returning_in(task, LATE, size=HISTORY_BYTES_LIMIT))
+    await session.local_activity("judge_calls", None)
+    assert session.history_is_long() is False
+    critical = SimpleNamespace(history_reading=session.history_reading)
+    assert Waiting.history_is_critical(critical) is False  # type: ignore[arg-type]
+
+
+async def test_the_history_is_read_afresh_once_an_event_of_its_own_reaches_the_code(
+        task: Task, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal, an accepted Update, an activity's outcome or a timer: met in the same task live and replayed."""
+    session = Session()
+    monkeypatch.setattr(workflow, "execute_local_activity", returning_in(task, LATE))
+    await session.local_activity("judge_calls", None)
+    session.history_moved_on()
+    assert session.history_is_long() is True
+    task.length = HISTORY_EVENTS_CRITICAL
+    assert session.history_reading().length == HISTORY_EVENTS_CRITICAL
+
+
+async def test_a_chain_of_local_activities_reads_as_of_the_first(task: Task, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second starts in the activation that gave the first's result: at 22 live, 18 replayed."""
+    session = Session()
+    monkeypatch.setattr(workflow, "execute_local_activity", returning_in(task, LATE))
+    await session.local_activity("catalog_verdicts", None)
+    monkeypatch.setattr(workflow, "execute_local_activity", returning_in(task, LATE + 2))
+    await session.local_activity("judge_calls", None)
+    assert session.history_reading().length == STARTED_AT
+
+
+async def test_runs_recorded_before_the_patch_read_their_task_as_they_did(task: Task, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = Session(behaviours=Behaviours(reads_history_as_of_local_activity_start=False))
+    monkeypatch.setattr(workflow, "execute_local_activity", returning_in(task, LATE))
+    await session.local_activity("judge_calls", None)
+    assert session.history_is_long() is True
