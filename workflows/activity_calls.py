@@ -6,6 +6,7 @@ their options live here so the loop reads as calls, not as retry policies.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Awaitable, TypeVar
@@ -55,6 +56,7 @@ class LocalChecks:
 
     local_activities_in_flight: int = 0
     history_as_of: HistoryReading | None = None
+    moved_on_meanwhile: bool = False
 
     async def local_activity(self, name: str, arg: Any, **options: Any) -> Any:
         started = self.history_reading()
@@ -64,6 +66,10 @@ class LocalChecks:
         finally:
             self.local_activities_in_flight -= 1
             self.history_as_of = started
+            if self.moved_on_meanwhile:
+                # Once the code after the activity has run to its first wait, as a replay runs it.
+                self.moved_on_meanwhile = False
+                asyncio.get_running_loop().call_soon(self.history_moved_on)
 
     def history_reading(self) -> HistoryReading:
         """The history's length and size for a decision (to hand over, to give up waiting).
@@ -94,7 +100,15 @@ class LocalChecks:
     def history_moved_on(self) -> None:
         """Called where the code meets an event of the history itself (a signal, an accepted Update,
         an activity's outcome, a timer's firing), which live and replayed runs meet in the same task:
-        never where a local activity's result (nor anything it caused) wakes the code."""
+        never where a local activity's result (nor anything it caused) wakes the code.
+
+        Met while a local activity is in flight, it takes effect once the code after the activity
+        has run to its first wait. Live, a late result can come in one activation with a signal,
+        whose handler runs first; a replay gives the result in its marker's task and the signal
+        in its own, later: the code after the result must read the pinned figures in both."""
+        if self.local_activities_in_flight:
+            self.moved_on_meanwhile = True
+            return
         self.history_as_of = None
 
 

@@ -23,11 +23,14 @@ from workflows.transcript_index import transcript_index
 # How long a run recorded before `hand-over-after-its-index-activity` waits, at a hand-over, for
 # the timer whose task it continues as new in.
 HAND_OVER_TIMER = timedelta(milliseconds=1)
-# Retried a few times (a worker of the version before it, in a rolling deploy, lacks the activity),
-# then the run hands over without an index.
+# Bounded, like the timer it replaced: a run that hands over is one whose history is large, and
+# signals may keep coming while it waits. Past 5 s in the queue (every activity slot busy with
+# model and tool calls), or three failed attempts (a worker of the version before, in a rolling
+# deploy, lacks the activity), the run hands over without an index (read by queries instead).
 RECORD_INDEX_CALL = dict(
+    schedule_to_start_timeout=timedelta(seconds=5),
     start_to_close_timeout=timedelta(seconds=30),
-    retry_policy=RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=10)),
+    retry_policy=RetryPolicy(maximum_attempts=3, maximum_interval=timedelta(seconds=2)),
 )
 
 

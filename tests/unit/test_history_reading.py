@@ -10,6 +10,7 @@ live and in a replay, and the run must decide the same in both.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -94,6 +95,37 @@ async def test_the_history_is_read_afresh_once_an_event_of_its_own_reaches_the_c
     assert session.history_is_long() is True
     task.length = HISTORY_EVENTS_CRITICAL
     assert session.history_reading().length == HISTORY_EVENTS_CRITICAL
+
+
+def returning_in_after_a_signal(task: Task, session: Session, length: int) -> Any:
+    """Live, a late result can come in one activation with a signal, whose handler runs first."""
+    async def execute_local_activity(*args: Any, **kwargs: Any) -> str:
+        task.length = length
+        session.history_moved_on()  # the signal's handler (signal_or_record)
+        return "verdict"
+    return execute_local_activity
+
+
+async def test_a_signal_given_with_a_late_result_reads_as_the_replay_does(task: Task, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Live: [signal, result] at 22. Replayed: [result] at 18, then [signal] at 22. The code after
+    the result reads 18 in both; what it waits on reads 22 once the signal is in, in both."""
+    live = Session()
+    monkeypatch.setattr(workflow, "execute_local_activity", returning_in_after_a_signal(task, live, LATE))
+    await live.local_activity("judge_calls", None)
+    after_the_result_live = live.history_is_long()
+    await asyncio.sleep(0)  # the code after the result waits; the activation's conditions are read
+    once_waiting_live = live.history_is_long()
+
+    task.length = STARTED_AT
+    replayed = Session()
+    monkeypatch.setattr(workflow, "execute_local_activity", returning_in(task, STARTED_AT))
+    await replayed.local_activity("judge_calls", None)
+    after_the_result_replayed = replayed.history_is_long()
+    task.length = LATE
+    replayed.history_moved_on()  # the signal, in its own task
+    once_waiting_replayed = replayed.history_is_long()
+
+    assert (after_the_result_live, once_waiting_live) == (after_the_result_replayed, once_waiting_replayed) == (False, True)
 
 
 async def test_a_chain_of_local_activities_reads_as_of_the_first(task: Task, monkeypatch: pytest.MonkeyPatch) -> None:
