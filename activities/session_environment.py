@@ -12,11 +12,12 @@ import time
 
 from temporalio import activity
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
 
 from hitl import decision_keys
 from activities.tools import CATALOG
-from workflows.contract import SESSION_ENVIRONMENT, SESSION_FACTS
+from workflows.contract import SESSION_ENVIRONMENT, SESSION_FACTS, WORKFLOW
 from workflows.policy import PolicyError, policy_from_env
 from workflows.requests import FactsRequest, SessionFacts
 from workflows.visibility import SEARCH_ATTRIBUTE_NAMES
@@ -50,6 +51,29 @@ class SessionEnvironment:
         self._registered = (time.monotonic(), registered)
         return registered
 
+    async def carried_problem(self, continued_from: str) -> str | None:
+        """Why the state a run starts with is not this product's own hand-over, or None.
+
+        Any workflow may continue as new into AgentWorkflow on this queue with any input, so the
+        carried state counts only when the server's record of the run it continued from says
+        that run was an AgentWorkflow on this worker's task queue (whose commands only this
+        product's workers write) and that it ended by continuing as new. The session and the
+        queue are the activity's own (a local activity: it runs in the worker of the run that
+        asks), never the request's."""
+        info = activity.info()
+        try:
+            earlier = await self.client.get_workflow_handle(info.workflow_id, run_id=continued_from).describe()
+        except RPCError as error:
+            if error.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
+                return f"the run it continued from ({continued_from}) is unknown to the server"
+            raise  # the server is unreachable or busy: retried, as any local activity
+        if earlier.workflow_type != WORKFLOW or earlier.task_queue != info.task_queue:
+            return (f"it was handed over by a {earlier.workflow_type!r} run on task queue {earlier.task_queue!r}, "
+                    f"not by a session of this product ({WORKFLOW!r} on {info.task_queue!r})")
+        if earlier.status != WorkflowExecutionStatus.CONTINUED_AS_NEW:
+            return f"the run it continued from did not continue as new ({earlier.status.name if earlier.status else 'running'})"
+        return None
+
     @activity.defn(name=SESSION_ENVIRONMENT.name)
     async def session_environment(self, verified_decisions: bool) -> SessionFacts:
         return SessionFacts(
@@ -62,6 +86,9 @@ class SessionEnvironment:
         """What session_environment says, and what in the session's input the operator's policy
         refuses (a session's rules may only add to the policy)."""
         facts = await self.session_environment(request.verified_decisions)
+        if request.continued_from is not None:
+            facts.carried_problem = await self.carried_problem(request.continued_from)
+            facts.carried_proven = facts.carried_problem is None
         try:
             policy = policy_from_env()
         except PolicyError as error:

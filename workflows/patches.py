@@ -65,9 +65,18 @@ HAND_OVER_AFTER_ITS_INDEX = "hand-over-after-its-index-activity"
 # replay failed every task. The newest, asked at run start: it implies every patch above.
 HISTORY_AS_OF_LOCAL_ACTIVITY_START = "history-read-as-of-local-activity-start"
 
+# Runs that take carried state only from a run the server says was this product's own (an
+# AgentWorkflow on this worker's task queue that continued as new into this one), and whose
+# session rules (auto_approve) never waive approval of a tool the operator's policy names
+# approvers, a count, four eyes or no remembering for. Before it, any workflow that continued as
+# new into AgentWorkflow could hand it forged state, and a session's auto_approve waived all but
+# the policy's "always". The newest, asked at run start: it implies every patch above.
+CARRIED_PROVEN_AND_POLICY_FLOOR = "carried-state-proven-policy-floor-binds-session-rules"
+
 # The patches asked at run start, newest first, each with the behaviour it brought: a run that has
 # one has every older one, and none of the newer.
 RUN_START_PATCHES = (
+    (CARRIED_PROVEN_AND_POLICY_FLOOR, "proves_carried_state_and_binds_policy_floor"),
     (HISTORY_AS_OF_LOCAL_ACTIVITY_START, "reads_history_as_of_local_activity_start"),
     (HAND_OVER_AFTER_ITS_INDEX, "hands_over_after_its_index"),
     (HAND_OVER_IN_A_TIMER_TASK, "hands_over_in_a_timer_task"),
@@ -88,6 +97,7 @@ class Behaviours:
     hands_over_in_a_timer_task: bool = True
     hands_over_after_its_index: bool = True
     reads_history_as_of_local_activity_start: bool = True
+    proves_carried_state_and_binds_policy_floor: bool = True
 
     @classmethod
     def at_run_start(cls) -> Behaviours:

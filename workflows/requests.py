@@ -59,6 +59,9 @@ class SessionFacts(BaseModel):
     registered_search_attributes: list[str] = []
     trusted_keys: dict[str, str] = {}
     policy_problems: list[str] = []
+    # Whether the carried state is this product's own (FactsRequest.continued_from), and why not.
+    carried_proven: bool = False
+    carried_problem: str | None = None
 
 
 class FactsRequest(BaseModel):
@@ -66,6 +69,9 @@ class FactsRequest(BaseModel):
 
     verified_decisions: bool
     rules: dict[str, Any] = {}  # the session's decision rules and verified_decisions, as given
+    # The run this one continued from, when it starts with carried state: the worker asks the
+    # server whether that run was this product's own (activities/session_environment.py).
+    continued_from: str | None = None
 
 
 class Pin(BaseModel):

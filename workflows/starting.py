@@ -58,11 +58,13 @@ class Starting:
         """Which search attributes to publish and which keys sign decisions, as this run's
         worker knows them (recorded, so a replay sees the same). A verified session that
         no key could ever satisfy is refused at once rather than left waiting for ever."""
+        proves_carried = self.behaviours.proves_carried_state_and_binds_policy_floor and self.config.carried is not None
         if self.authorized:
             facts = await self.local_activity(
                 SESSION_FACTS.name, FactsRequest(
                     verified_decisions=self.config.verified_decisions,
                     rules=self.config.model_dump(include={*RULE_FIELDS, "verified_decisions", "escalate_to", "by"}),
+                    continued_from=workflow.info().continued_run_id if proves_carried else None,
                 ),
                 result_type=SessionFacts, start_to_close_timeout=timedelta(seconds=10),
                 summary="search attributes, decision keys and the operator's policy",
@@ -72,6 +74,10 @@ class Starting:
                 SESSION_ENVIRONMENT.name, self.config.verified_decisions, result_type=SESSION_ENVIRONMENT.result,
                 start_to_close_timeout=timedelta(seconds=10), summary="search attributes and decision keys",
             )
+        if proves_carried and not facts.carried_proven:
+            # Nothing of the carried state may count: not its grants, its verifier, its inbox.
+            raise ApplicationError(f"invalid session input: carried: {facts.carried_problem or 'not proven'}",
+                                   type="InvalidSessionInput", non_retryable=True)
         if facts.policy_problems:
             raise ApplicationError(f"invalid session input: {'; '.join(facts.policy_problems)}",
                                    type="InvalidSessionInput", non_retryable=True)
