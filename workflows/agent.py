@@ -206,7 +206,8 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, Continuing, C
                 break
             if self.verdicts_locally:
                 reply = await self.judge_calls(reply)
-            self.run_state.step = Step(plans=plan_reply(reply, self.offered, self.config))
+            self.run_state.step = Step(plans=plan_reply(
+                reply, self.offered, self.config, self.behaviours.proves_carried_state_and_binds_policy_floor))
             for plan in self.run_state.step.plans:
                 self.open_pause_if_needed(plan)
             await self.finish_step()

@@ -68,6 +68,17 @@ class ToolFloor(BaseModel):
     remember: bool = True
 
     @property
+    def names_deciders(self) -> bool:
+        """Approvers, a count, four eyes or no remembering: whoever starts a session, when the
+        tool runs these people decide (no session's auto_approve waives it)."""
+        return self.approvers is not None or self.required_approvals > 1 or self.four_eyes or not self.remember
+
+    @property
+    def binds_approval(self) -> bool:
+        """No session rule may waive approval of this tool (where the policy says "never", there is none to waive)."""
+        return self.approval == "always" or (self.approval != "never" and self.names_deciders)
+
+    @property
     def line(self) -> str:
         return f"operator policy tools.{self.key}"
 
@@ -161,12 +172,13 @@ class OperatorPolicy(BaseModel):
             problems.append("verified_decisions: the operator's policy requires verified sessions")
         for entry in session.get("auto_approve") or []:
             covered = [tool for tool in tools if fnmatchcase(tool, entry)] if entry != ANYONE else tools
-            always = [tool for tool in covered if (floor := self.floor_for(tool)) and floor.approval == "always"]
-            if entry == ANYONE and any(rule.approval == "always" for rule in self.tools.values()):
-                always = always or [key for key, rule in self.tools.items() if rule.approval == "always"]
-            if always:
-                problems.append(f"auto_approve: {entry!r} covers {', '.join(always)}, which the operator's policy "
-                                "says always needs approval")
+            if entry == ANYONE:
+                covered += [key for key in self.tools if _is_glob(key)]
+            bound = [tool for tool in covered if (floor := self.floor_for(tool)) and floor.binds_approval]
+            if bound:
+                problems.append(f"auto_approve: {entry!r} covers {', '.join(bound)}, whose approval the operator's "
+                                "policy binds (approval always, or who decides: approvers, required_approvals, "
+                                "four_eyes, remember)")
         for tool, people in (session.get("approvers") or {}).items():
             for name in tools if tool == ANYONE else [tool]:
                 floor = self.floor_for(name)
