@@ -46,6 +46,12 @@ FORGED: dict[str, Payload | None] = {
     "wrong shape": Payload(metadata={"encoding": b"json/plain"}, data=b'{"tool_calls": "not a list"}'),
     # completed with no payload at all
     "nothing": None,
+    # a lone surrogate, escaped as JSON allows and as UTF-8 forbids
+    "lone surrogate": Payload(metadata={"encoding": b"json/plain"}, data=b'{"content": "\\ud800", "tool_calls": []}'),
+    # bytes that are not UTF-8 (a surrogate encoded), read by the SDK as bytes whatever the type
+    "ill-formed bytes": Payload(metadata={"encoding": b"binary/plain"}, data=b"\xed\xa0\x80"),
+    # the SDK's encoding of None, whatever the type
+    "null": Payload(metadata={"encoding": b"binary/null"}),
 }
 
 
