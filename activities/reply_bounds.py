@@ -7,7 +7,7 @@ planner then refuses an unknown tool), arguments too large replaced by a
 marker the planner refuses (never cut into different arguments), and at most
 MAX_TOOL_CALLS calls.
 
-Every text of it is well-formed too (hitl/well_formed.py): a lone surrogate in the
+Every text of it is well-formed too (workflows/limits.py): a lone surrogate in the
 content, an id, a name or the arguments (escaped in their JSON, too) is U+FFFD, so the reply
 can be stored and the model reads its odd reply back, or the planner's refusal of it.
 """
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 
-from hitl.well_formed import is_well_formed, well_formed
 from workflows.conversation import FunctionCall, ModelReply, ToolCall
+from workflows.limits import json_well_formed, well_formed
 from workflows.planning import OVERSIZED_ARGUMENTS
 
 MAX_CONTENT_BYTES = 100_000  # the reply's text, cut on a character boundary
@@ -39,7 +39,7 @@ def bounded_reply(reply: ModelReply) -> ModelReply:
     budget = MAX_ALL_ARGUMENTS_BYTES
     calls = []
     for call in reply.tool_calls[:MAX_TOOL_CALLS]:
-        arguments = well_formed_arguments(call.function.arguments)
+        arguments = json_well_formed(well_formed(call.function.arguments))  # the planner parses them
         size = len(arguments.encode("utf-8", "surrogatepass"))
         escaped = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8", "surrogatepass"))
         if size > MAX_ARGUMENTS_BYTES or escaped > budget:
@@ -52,20 +52,6 @@ def bounded_reply(reply: ModelReply) -> ModelReply:
         ))
     content = None if reply.content is None else cut_bytes(well_formed(reply.content), MAX_CONTENT_BYTES)
     return reply.model_copy(update={"content": content, "tool_calls": calls})
-
-
-def well_formed_arguments(arguments: str) -> str:
-    """The arguments' JSON with no lone surrogate in it, escaped (`"\\ud800"`) or not: the planner
-    parses it, and a surrogate in the arguments it hands on could not be stored either. Written
-    again only when it holds one; text that is not JSON is left to the planner to refuse."""
-    text = well_formed(arguments)
-    if "\\u" not in text:
-        return text
-    try:
-        written = json.dumps(json.loads(text), ensure_ascii=False)
-    except (ValueError, RecursionError):
-        return text
-    return text if is_well_formed(written) else well_formed(written)
 
 
 def oversized_arguments(size: int) -> str:

@@ -13,9 +13,9 @@ from activities.model import final_on_attempt, heartbeating
 from activities.tools import ToolError
 from hitl.catalog.bounded_regexes import regex_time_limit
 from hitl.catalog import CATALOG, ArgumentsRejected, ToolCatalog, ToolContext
-from hitl.well_formed import well_formed
 from workflows.contract import RUN_TOOL
 from workflows.forms import describe_validation_error
+from workflows.limits import well_formed
 from workflows.requests import ToolInvocation
 
 
@@ -70,7 +70,7 @@ def within_limit(text: str) -> str:
 
     At most MAX_RESULT_BYTES in UTF-8, the note included, cut on a character boundary, and
     well-formed: a file name that is not UTF-8 comes back from the OS with lone surrogates,
-    which no payload can hold (hitl/well_formed.py)."""
+    which no payload can hold (workflows/limits.py)."""
     text = well_formed(text)
     encoded = text.encode("utf-8")
     if len(encoded) <= MAX_RESULT_BYTES:

@@ -24,8 +24,7 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError, TemporalError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
-from hitl.well_formed import is_well_formed, well_formed
-from workflows.limits import RECORDED_BYTES, clip
+from workflows.limits import RECORDED_BYTES, clip, is_well_formed, well_formed
 
 UNSTORABLE_RESULT = "UnstorableResult"
 CAUSES_CHECKED = 20  # a failure's chain of causes is stored with it

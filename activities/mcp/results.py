@@ -19,8 +19,8 @@ import re
 
 from mcp import types
 
-from hitl.well_formed import well_formed
 from workflows.conversation import HUMAN_ANSWER_MARK, TOOL_OUTPUT_MARK
+from workflows.limits import well_formed
 
 # The product's own marks, however a server spells them (case, spaces, brackets, zero-width characters):
 # the frames of a person's answer and of a tool's output, and the card's "needs a person:" anywhere;

@@ -28,11 +28,11 @@ from temporalio.testing import WorkflowEnvironment
 from activities.openai_backend import OpenAIBackend
 from activities.run_tool import ToolActivities
 from activities.tools import ToolError
-from hitl.well_formed import is_well_formed, well_formed
 from tests.support.fake_openai import FakeOpenAI, text, tool_calls
 from tests.support.session_health import activity_attempts, assert_no_failed_workflow_task
 from tests.support.sessions import SECRET_KEY, Agent, running_agent, settled
 from workflows.contract import RUN_TOOL
+from workflows.limits import is_well_formed, well_formed
 from workflows.requests import ToolInvocation
 
 LONE = "\ud800"  # half of a UTF-16 pair, alone
