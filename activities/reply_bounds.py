@@ -6,6 +6,10 @@ returned: the text cut on a character boundary, ids and names cut (the
 planner then refuses an unknown tool), arguments too large replaced by a
 marker the planner refuses (never cut into different arguments), and at most
 MAX_TOOL_CALLS calls.
+
+Every text of it is well-formed too (workflows/limits.py): a lone surrogate in the
+content, an id, a name or the arguments (escaped in their JSON, too) is U+FFFD, so the reply
+can be stored and the model reads its odd reply back, or the planner's refusal of it.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import json
 
 from workflows.conversation import FunctionCall, ModelReply, ToolCall
+from workflows.limits import json_well_formed, well_formed
 from workflows.planning import OVERSIZED_ARGUMENTS
 
 MAX_CONTENT_BYTES = 100_000  # the reply's text, cut on a character boundary
@@ -34,7 +39,7 @@ def bounded_reply(reply: ModelReply) -> ModelReply:
     budget = MAX_ALL_ARGUMENTS_BYTES
     calls = []
     for call in reply.tool_calls[:MAX_TOOL_CALLS]:
-        arguments = call.function.arguments
+        arguments = json_well_formed(well_formed(call.function.arguments))  # the planner parses them
         size = len(arguments.encode("utf-8", "surrogatepass"))
         escaped = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8", "surrogatepass"))
         if size > MAX_ARGUMENTS_BYTES or escaped > budget:
@@ -42,10 +47,10 @@ def bounded_reply(reply: ModelReply) -> ModelReply:
             escaped = len(json.dumps(arguments))
         budget -= escaped
         calls.append(ToolCall(
-            id=cut_bytes(call.id, MAX_CALL_ID_BYTES),
-            function=FunctionCall(name=cut_bytes(call.function.name, MAX_CALL_ID_BYTES), arguments=arguments),
+            id=cut_bytes(well_formed(call.id), MAX_CALL_ID_BYTES),
+            function=FunctionCall(name=cut_bytes(well_formed(call.function.name), MAX_CALL_ID_BYTES), arguments=arguments),
         ))
-    content = None if reply.content is None else cut_bytes(reply.content, MAX_CONTENT_BYTES)
+    content = None if reply.content is None else cut_bytes(well_formed(reply.content), MAX_CONTENT_BYTES)
     return reply.model_copy(update={"content": content, "tool_calls": calls})
 
 

@@ -15,6 +15,7 @@ from hitl.catalog.bounded_regexes import regex_time_limit
 from hitl.catalog import CATALOG, ArgumentsRejected, ToolCatalog, ToolContext
 from workflows.contract import RUN_TOOL
 from workflows.forms import describe_validation_error
+from workflows.limits import well_formed
 from workflows.requests import ToolInvocation
 
 
@@ -67,7 +68,10 @@ class ToolActivities:
 def within_limit(text: str) -> str:
     """A model cannot read megabytes, and Temporal refuses payloads over 2 MB.
 
-    At most MAX_RESULT_BYTES in UTF-8, the note included, cut on a character boundary."""
+    At most MAX_RESULT_BYTES in UTF-8, the note included, cut on a character boundary, and
+    well-formed: a file name that is not UTF-8 comes back from the OS with lone surrogates,
+    which no payload can hold (workflows/limits.py)."""
+    text = well_formed(text)
     encoded = text.encode("utf-8")
     if len(encoded) <= MAX_RESULT_BYTES:
         return text

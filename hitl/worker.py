@@ -30,6 +30,7 @@ from activities.notify import NotifyActivities
 from activities.observed_model import observed
 from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, judge_calls, unknown_tools
 from activities.session_environment import SessionEnvironment
+from activities.storable_outcomes import StorableOutcomes
 from activities.transcript_index import keep_transcript_index, record_transcript_index
 from activities.run_tool import ToolActivities
 from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
@@ -209,7 +210,8 @@ def build_worker(
         activities=session_activities(model, tools, notify, environment),
         workflow_runner=workflow_runner(client.data_converter, tuning.sandbox),
         # A signal or Update sent with no or several arguments; the Updates validators refuse, counted.
-        interceptors=[OneArgument(), SessionMetrics()],
+        # An activity's result that history cannot store: a final failure, never a retry for ever.
+        interceptors=[OneArgument(), SessionMetrics(), StorableOutcomes()],
         # A rejected Update is answered with the request it rejects; the worker's own
         # size check would turn a caller's oversized Update into a task that fails for
         # ever. The server still refuses anything it would store over its limits.

@@ -15,7 +15,9 @@ from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from workflows.limits import RECORDED_BYTES, clip, unreadable_reason
+from workflows.conversation import ModelReply
+from workflows.limits import RECORDED_BYTES, clip, json_well_formed, unreadable_reason
+from workflows.patches import RESULTS_READ_AS_THEIR_TYPE
 
 T = TypeVar("T")
 
@@ -135,8 +137,26 @@ def read_result(raw: RawValue | None, result_type: type[T]) -> T:
     reason = unreadable_reason(raw.payload.metadata)
     if reason is not None:
         raise UnreadableResult(f"unreadable payload: {reason}")
+    name = getattr(result_type, '__name__', result_type)
     try:
-        return workflow.payload_converter().from_payload(raw.payload, result_type)
+        value = workflow.payload_converter().from_payload(raw.payload, result_type)
     except Exception as error:
-        raise UnreadableResult(f"not a {getattr(result_type, '__name__', result_type)}: "
-                               f"{clip(f'{type(error).__name__}: {error}', RECORDED_BYTES)}") from None
+        raise UnreadableResult(f"not a {name}: {clip(f'{type(error).__name__}: {error}', RECORDED_BYTES)}") from None
+    if isinstance(result_type, type) and not isinstance(value, result_type) and workflow.patched(RESULTS_READ_AS_THEIR_TYPE):
+        encoding = raw.payload.metadata.get("encoding", b"").decode(errors="replace")
+        raise UnreadableResult(f"not a {name}: its {clip(encoding, 100)!r} payload reads as {type(value).__name__}")
+    return value
+
+
+def read_reply(raw: RawValue | None) -> ModelReply:
+    """The model activity's result, whose calls' arguments hold no lone surrogate once parsed.
+
+    The activity writes such arguments again well-formed (activities/reply_bounds.py); a reply
+    completed from outside may still escape one (`\\ud800` in the arguments' JSON), which the
+    planner parses into arguments that no payload, hash or pause can hold."""
+    reply = read_result(raw, ModelReply)
+    for call in reply.tool_calls:
+        arguments = call.function.arguments
+        if json_well_formed(arguments) != arguments and workflow.patched(RESULTS_READ_AS_THEIR_TYPE):
+            raise UnreadableResult(f"the arguments of call {clip(call.id, 100)!r} hold a lone surrogate")
+    return reply

@@ -34,7 +34,9 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.contract import CALL_MODEL, RUN_TOOL, WORKFLOW
-from workflows.activity_calls import MODEL_CALL, TOOL_CALL, LocalChecks, UnreadableResult, failure_message, read_result
+from workflows.activity_calls import (
+    MODEL_CALL, TOOL_CALL, LocalChecks, UnreadableResult, failure_message, read_reply, read_result,
+)
 from workflows.closing import Closing
 from workflows.continuing import Continuing
 from workflows.conversation import ChatMessage, Conversation, ModelReply, message_sha256
@@ -265,7 +267,7 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, Continuing, C
             return None
         self.history_moved_on()  # the activity's outcome
         try:
-            reply = read_result(call.result(), CALL_MODEL.result)
+            reply = read_reply(call.result())
         except ActivityError as error:
             self.run_state.error = f"model call failed: {failure_message(error)}"
             return None

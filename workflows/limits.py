@@ -8,6 +8,7 @@ Each bound is far above honest use and far below what could wedge a session.
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any, Callable, Mapping
 
 from pydantic import AfterValidator, Field
@@ -27,6 +28,33 @@ RECORDED_BYTES = 300  # how much of a refused value the audit keeps
 MODEL_WINDOW_BYTES = 400_000  # messages sent to the model per call: ~100k tokens, under the 512 KB payload warning
 CARRY_BUDGET_BYTES = 1_500_000  # what a run hands the next one when it continues as new
 AUDIT_CARRIED = 200  # newest audit events carried; older ones stay readable in earlier runs
+
+
+# Half of a UTF-16 pair, alone: JSON may escape one (`"\ud800"`) and Python parses it into a str that no
+# UTF-8 encoder, and so no payload, accepts. A str holds no paired ones.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def well_formed(text: str) -> str:
+    """`text` as UTF-8 can carry it: every lone surrogate replaced by U+FFFD."""
+    return LONE_SURROGATE.sub("\ufffd", text)
+
+
+def is_well_formed(text: str) -> bool:
+    return LONE_SURROGATE.search(text) is None
+
+
+def json_well_formed(text: str) -> str:
+    """JSON text whose strings, once parsed, hold no lone surrogate: `text` itself when they hold
+    none (or it is not JSON), else its value written again with U+FFFD for each."""
+    if not ESCAPED_SURROGATE.search(text):
+        return text
+    try:
+        written = json.dumps(json.loads(text), ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return text
+    return text if is_well_formed(written) else well_formed(written)
 
 
 def utf8_size(text: str | None) -> int:

@@ -64,6 +64,13 @@ HAND_OVER_AFTER_ITS_INDEX = "hand-over-after-its-index-activity"
 # own, which sdk-core can make a later task's than a replay's: the two decided differently and the
 # replay failed every task. The newest, asked at run start: it implies every patch above.
 HISTORY_AS_OF_LOCAL_ACTIVITY_START = "history-read-as-of-local-activity-start"
+# Asked only where an activity's result reads as another type than its own, or a model reply's
+# arguments parse into a lone surrogate, which only a completion from outside makes (the SDK reads
+# `binary/plain` as bytes and `binary/null` as None, whatever the type asked for): before it such a
+# value reached the loop and stopped the turn on an internal error; since, it is an unreadable
+# result like any other (workflows/activity_calls.py, read_result and read_reply). A run that never
+# meets one writes no marker.
+RESULTS_READ_AS_THEIR_TYPE = "activity-results-read-as-their-type"
 
 # Runs that take carried state only from a run the server says was this product's own (an
 # AgentWorkflow on this worker's task queue that continued as new into this one), and whose

@@ -145,14 +145,15 @@ class McpToolbox:
             listed.append((tool.name, name))
             self.catalog.add(SchemaToolSpec(
                 name=name,
-                description=(tool.description or (tool.annotations and tool.annotations.title) or tool.name).strip(),
+                # What a server says of its tool reaches the model and the card: defused like its results.
+                description=defused((tool.description or (tool.annotations and tool.annotations.title) or tool.name).strip()),
                 input_schema=tool.inputSchema,
                 needs_approval=policy.needs_approval,
                 destructive=policy.destructive,
                 approval_rule=policy.rule,
                 runner=self._runner(server, tool.name, policy.repeatable),
                 source=f"MCP server {server}",
-                annotations=tool.annotations.model_dump(exclude_none=True) if tool.annotations else None,
+                annotations=defused_annotations(tool.annotations),
                 policy_note=policy.why,
             ))
             offered.add(name)
@@ -216,3 +217,13 @@ def _maybe_happened(tool: str, why: str) -> str:
 def toolbox_from_env() -> McpToolbox:
     """The servers HITL_MCP_CONFIG names (none when unset); raises McpConfigError for a bad file."""
     return McpToolbox(config_from_env())
+
+
+def defused_annotations(annotations: types.ToolAnnotations | None) -> dict[str, Any] | None:
+    """The server's annotations as the catalog keeps them, their title defused (its hints are flags)."""
+    if annotations is None:
+        return None
+    kept = annotations.model_dump(exclude_none=True)
+    if isinstance(kept.get("title"), str):
+        kept["title"] = defused(kept["title"])
+    return kept

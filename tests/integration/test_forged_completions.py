@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
 import uuid
 from pathlib import Path
@@ -46,6 +47,12 @@ FORGED: dict[str, Payload | None] = {
     "wrong shape": Payload(metadata={"encoding": b"json/plain"}, data=b'{"tool_calls": "not a list"}'),
     # completed with no payload at all
     "nothing": None,
+    # a lone surrogate, escaped as JSON allows and as UTF-8 forbids
+    "lone surrogate": Payload(metadata={"encoding": b"json/plain"}, data=b'{"content": "\\ud800", "tool_calls": []}'),
+    # bytes that are not UTF-8 (a surrogate encoded), read by the SDK as bytes whatever the type
+    "ill-formed bytes": Payload(metadata={"encoding": b"binary/plain"}, data=b"\xed\xa0\x80"),
+    # the SDK's encoding of None, whatever the type
+    "null": Payload(metadata={"encoding": b"binary/null"}),
 }
 
 
@@ -86,12 +93,13 @@ async def clients(env: WorkflowEnvironment) -> tuple[Client, Client]:
     return sealed, forger
 
 
-async def forge_completion(forger: Client, handle: WorkflowHandle[Any, Any], activity_type: str, how: str) -> None:
-    async def started() -> str | None:
-        pending = (await handle.describe()).raw_description.pending_activities
-        return next((a.activity_id for a in pending if a.activity_type.name == activity_type), None)
+async def pending_activity(handle: WorkflowHandle[Any, Any], activity_type: str) -> str | None:
+    pending = (await handle.describe()).raw_description.pending_activities
+    return next((a.activity_id for a in pending if a.activity_type.name == activity_type), None)
 
-    activity_id = await eventually(started, lambda found: found is not None)
+
+async def forge_completion(forger: Client, handle: WorkflowHandle[Any, Any], activity_type: str, how: str) -> None:
+    activity_id = await eventually(lambda: pending_activity(handle, activity_type), lambda found: found is not None)
     forged = forger.get_async_activity_handle(workflow_id=handle.id, run_id=None, activity_id=activity_id)
     if how == "failure details":
         # a failure whose details no converter reads (hitl/failure_converter.py)
@@ -134,4 +142,26 @@ async def test_a_forged_tool_completion_is_an_error_the_model_reads(
         results = [m["content"] for m in await query(handle, "transcript") if m["role"] == "tool"]
         expected = "failed: forged" if how == "failure details" else "its result could not be read"
         assert len(results) == 1 and expected in results[0], results
+        await assert_no_failed_workflow_task(handle)
+
+
+async def test_a_forged_reply_whose_arguments_escape_a_lone_surrogate_ends_the_turn_with_a_reason(
+        env: WorkflowEnvironment, workspace: Path) -> None:
+    """The reply reads (its JSON escapes the escape), but the arguments the planner would parse from
+    it hold a lone surrogate: before the fix the turn stopped on an internal error as the pause's
+    arguments were hashed; now the model call failed, as for any unreadable reply."""
+    arguments = json.dumps({"query": "milk \ud800"})  # the text holds the escape `\ud800`, as JSON allows
+    reply = json.dumps({"content": None, "tool_calls": [
+        {"id": "c1", "function": {"name": "search_web", "arguments": arguments}}]}).encode()
+    sealed, forger = await clients(env)
+    task_queue = f"forged-{uuid.uuid4().hex[:8]}"
+    async with build_worker(sealed, task_queue, StallsOnce(), workspace):
+        handle = await sealed.start_workflow(AgentWorkflow.run, {"message": "hello"},
+                                             id=f"forged-{uuid.uuid4().hex[:8]}", task_queue=task_queue)
+        activity_id = await eventually(lambda: pending_activity(handle, "call_model"), lambda found: found is not None)
+        await forger.get_async_activity_handle(workflow_id=handle.id, run_id=None, activity_id=activity_id).complete(
+            RawValue(Payload(metadata={"encoding": b"json/plain"}, data=reply)))
+        status = await eventually(lambda: query(handle, "status"), lambda s: s["state"] == "idle")
+        assert "model call failed: its result could not be read" in status["error"], status
+        assert "lone surrogate" in status["error"], status
         await assert_no_failed_workflow_task(handle)

@@ -63,6 +63,19 @@ async def failed_workflow_tasks(handle: WorkflowHandle[Any, Any]) -> list[str]:
     return failures
 
 
+async def activity_attempts(handle: WorkflowHandle[Any, Any], activity_type: str) -> list[int]:
+    """How many attempts each activity of this type took, as the history of the session's current
+    run records them, and a pending one's so far (the server writes its start only when it closes)."""
+    history = await handle.fetch_history()
+    of_type = {event.event_id for event in history.events
+               if event.activity_task_scheduled_event_attributes.activity_type.name == activity_type}
+    attempts = [event.activity_task_started_event_attributes.attempt for event in history.events
+                if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+                and event.activity_task_started_event_attributes.scheduled_event_id in of_type]
+    pending = (await handle.describe()).raw_description.pending_activities
+    return attempts + [found.attempt for found in pending if found.activity_type.name == activity_type]
+
+
 async def how_it_ended(client: Client, workflow_id: str) -> str:
     """How the latest run of a session closed, in one line (for a test that found it closed): its
     status, its last event with the reason or failure, and the size of its history."""

@@ -71,9 +71,9 @@ class Agent:
         )
 
 
-async def running_agent(client: Client, workspace: Path, backend: Any = None) -> AsyncIterator[Agent]:
+async def running_agent(client: Client, workspace: Path, backend: Any = None, tools: Any = None) -> AsyncIterator[Agent]:
     task_queue = f"hitl-test-{uuid.uuid4().hex[:8]}"
-    async with build_worker(client, task_queue, backend or OfflineModel(), workspace):
+    async with build_worker(client, task_queue, backend or OfflineModel(), workspace, tools=tools):
         yield Agent(client, task_queue, workspace)
     await record_if_asked(client, task_queue)
     if REPLAY_TIER_CACHE:
