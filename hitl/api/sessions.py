@@ -35,7 +35,7 @@ from workflows.forms import describe_validation_error
 from workflows.proofs import MESSAGE_CALL_ID
 from workflows.rules import args_sha256
 from workflows.identity import message_digest, start_proof
-from workflows.session import SessionInput, UserMessage
+from workflows.session import CancelRequest, SessionInput, UserMessage
 
 router = APIRouter(prefix="/sessions", tags=["sessions"])
 
@@ -212,4 +212,8 @@ async def cancel(session_id: str, request: Request, body: CancelBody | None = No
     person = grant.person
     given = body.reason if body else None
     reason = f"{given} (by {person})" if given else f"cancelled by {person}"
-    return await send_update(request, session_id, CANCEL.update, {"reason": reason})
+    try:  # checked here: a reason past Temporal's payload limits would never reach the session's own check
+        cancelling = CancelRequest(reason=reason)
+    except ValidationError as error:
+        raise HTTPException(422, f"malformed cancel: {describe_validation_error(error)}") from None
+    return await send_update(request, session_id, CANCEL.update, cancelling.model_dump())
