@@ -34,6 +34,7 @@ from hitl.api.auth import StreamTickets, TokenBook, TokenFileError, hide_queries
 from hitl.api.body_limit import BodyLimit
 from hitl.api.codec import CodecDoor, is_loopback
 from hitl.api.gateway import Temporal, ticket_secret
+from hitl.api.json_bodies import StrictJsonBodies
 from hitl.api.observed import observe
 from hitl.api.reading import limits_from_env
 from hitl.decision_keys import KeyConfigError
@@ -97,6 +98,7 @@ def create_app(
         allow_headers=["Authorization", "Content-Type", "X-Namespace"],
     )
     app.add_middleware(NotFramed)
+    app.add_middleware(StrictJsonBodies)  # inside the limit: it keeps what it checks
     app.add_middleware(BodyLimit)  # added late: it runs before anything reads a body
     observe(app)  # around it (reading no body), when operators ask for metrics or traces (docs/observability.md)
     app.include_router(codec.router)
