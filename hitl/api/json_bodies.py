@@ -12,6 +12,7 @@ door that refuses unread bodies (the codec's, hitl/api/codec.py) still does.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
@@ -21,8 +22,10 @@ from fastapi import HTTPException
 
 from workflows.limits import MAX_JSON_DEPTH
 
-LARGEST_INTEGER = 2**63 - 1  # what every Temporal SDK and the Web UI's JSON readers hold (int64)
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+LARGEST_INTEGER = 2**63 - 1  # int64: the widest integer the Go, Java and .NET SDKs read from a JSON payload
+LONG_DIGITS = re.compile(r"[0-9]{19}")  # an integer beyond 64 bits has as many; most bodies have none
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # what a lone surrogate is written as: UTF-8 cannot carry one
+CHECKED_ASIDE_BYTES = 100_000  # a larger body is checked in a thread: the server answers others meanwhile
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -45,16 +48,17 @@ def refusal_of(body: bytes, content_type: str | None) -> BadBody | None:
     except UnicodeDecodeError as error:
         return BadBody(422, f"the body is not UTF-8: byte {error.start} ({body[error.start:error.start + 1]!r}) {error.reason}")
     try:
-        value = json.loads(text, parse_constant=no_constant, object_pairs_hook=no_duplicated_key)
+        value = json.loads(text, parse_constant=no_constant, object_pairs_hook=no_duplicated_key,
+                           parse_int=bounded_int if LONG_DIGITS.search(text) else int, parse_float=finite_float)
     except BadBody as refusal:
         return refusal
     except json.JSONDecodeError as error:
         return BadBody(422, f"the body is not JSON: {error.msg} at line {error.lineno} column {error.colno}")
     except RecursionError:
         return BadBody(422, f"the body is nested deeper than {MAX_JSON_DEPTH} levels")
-    except ValueError:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+    except ValueError:  # from bounded_int
         return BadBody(422, f"the body holds an integer beyond 64 bits (at most {LARGEST_INTEGER} either way)")
-    problem = unsendable(value)
+    problem = unsendable(value, text)
     return BadBody(422, f"the body {problem}") if problem else None
 
 
@@ -67,44 +71,62 @@ def is_json(content_type: str | None) -> bool:
 
 
 def no_constant(name: str) -> Any:
-    raise BadBody(422, f"the body holds {name}, which JSON has not: send a finite number or null")
+    raise BadBody(422, f"the body holds {name}, which is not JSON: send a finite number or null")
 
 
 def no_duplicated_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     value = dict(pairs)
     if len(value) < len(pairs):
         seen: set[str] = set()
-        twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
-        raise BadBody(422, f"the body names the key {twice!r:.60} twice in one object: which one counts is ambiguous")
+        for key, _ in pairs:
+            if key in seen:
+                raise BadBody(422, f"the body names the key {key!r:.60} twice in one object: which one counts is ambiguous")
+            seen.add(key)
     return value
 
 
-def unsendable(value: Any) -> str | None:
-    """What in a parsed body no other part could carry faithfully: nesting past the bound, a number
-    out of range, a string that is not Unicode (a lone surrogate cannot be encoded as UTF-8)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            if depth >= MAX_JSON_DEPTH:
-                return f"is nested deeper than {MAX_JSON_DEPTH} levels"
-            if isinstance(item, dict):
-                stack.extend((key, depth) for key in item)
-                item = item.values()
-            stack.extend((inner, depth + 1) for inner in item)
-        elif isinstance(item, str):
-            surrogate = LONE_SURROGATE.search(item)
-            if surrogate:
-                return (f"holds a lone surrogate ({surrogate.group()!r}) in a string: "
-                        "JSON text must be Unicode, which a surrogate alone is not")
-        elif type(item) is int and not -LARGEST_INTEGER <= item <= LARGEST_INTEGER:
-            return f"holds an integer beyond 64 bits (at most {LARGEST_INTEGER} either way)"
-        elif isinstance(item, float) and not math.isfinite(item):
-            return "holds a number beyond a double's range (about 1.8e308 either way)"
+def bounded_int(digits: str) -> int:
+    number = int(digits)  # ValueError past Python's own bound on digits: caught as beyond 64 bits too
+    if not -LARGEST_INTEGER <= number <= LARGEST_INTEGER:
+        raise ValueError(digits)
+    return number
+
+
+def finite_float(literal: str) -> float:
+    number = float(literal)
+    if number in (math.inf, -math.inf):  # 1e400 parses as infinity
+        raise BadBody(422, f"the body holds the number {literal:.40}, beyond a double's range (about 1.8e308 either way)")
+    return number
+
+
+def unsendable(value: Any, text: str) -> str | None:
+    """What in a parsed body no other part could carry faithfully: nesting past the bound, or a
+    string that is not Unicode (a lone surrogate, which no UTF-8 encoding takes)."""
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and too_deep(value):
+        return f"is nested deeper than {MAX_JSON_DEPTH} levels"
+    if "\\u" in text and SURROGATE_ESCAPE.search(text):  # else no string can hold one: skip re-encoding
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as error:
+            return (f"holds a lone surrogate ({error.object[error.start]!r}) in a string: "
+                    "JSON text must be Unicode, which a surrogate alone is not")
     return None
 
 
-READ_NO_BODY = ("GET", "HEAD", "OPTIONS")  # no route reads their bodies, and a streamed answer's disconnect listener would
+def too_deep(value: Any) -> bool:
+    """More than MAX_JSON_DEPTH levels of arrays and objects, counted a level at a time."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    for _ in range(MAX_JSON_DEPTH):
+        level = [inner for item in level for inner in (item.values() if isinstance(item, dict) else item)
+                 if isinstance(inner, (dict, list))]
+        if not level:
+            return False
+    return True
+
+
+# No route reads these methods' bodies; a streamed answer's disconnect listener receives one first, and
+# must not be refused for it.
+READ_NO_BODY = ("GET", "HEAD", "OPTIONS")
 
 
 class StrictJsonBodies:
@@ -128,7 +150,8 @@ class StrictJsonBodies:
             if message["type"] == "http.request":
                 body.extend(message.get("body", b""))
                 if not message.get("more_body", False):
-                    refusal = refusal_of(bytes(body), content_type)
+                    refusal = (refusal_of(bytes(body), content_type) if len(body) <= CHECKED_ASIDE_BYTES
+                               else await asyncio.to_thread(refusal_of, bytes(body), content_type))
                     if refusal is not None:
                         raise refusal
             return message

@@ -206,8 +206,8 @@ async def test_the_issues_bodies_are_refused_with_their_reason_and_the_call_stil
     async with api.as_("ana") as ana:
         for path, body, status, reason in (
             (f"{url}/approve", b'{"comment": "\\udfff"}', 422, "lone surrogate"),
-            (f"{url}/claim", b'{"for_seconds": NaN}', 422, "holds NaN, which JSON has not"),
-            (f"{url}/claim", b'{"for_seconds": Infinity}', 422, "holds Infinity, which JSON has not"),
+            (f"{url}/claim", b'{"for_seconds": NaN}', 422, "holds NaN, which is not JSON"),
+            (f"{url}/claim", b'{"for_seconds": Infinity}', 422, "holds Infinity, which is not JSON"),
             (f"{url}/claim", b'{"for_seconds": 1e400}', 422, "beyond a double's range"),
             (f"{url}/reject", b'{"reason": "a", "reason": "b"}', 422, "names the key 'reason' twice"),
             (f"{url}/approve", b'{"comment": "\xff"}', 422, "not UTF-8"),
