@@ -27,6 +27,7 @@ import uvicorn
 from activities.offline_model import OfflineModel
 from hitl.api.app import create_app
 from hitl.api.auth import TokenBook
+from hitl.api.owned_sessions import SessionsPerPerson
 from hitl.api.reading import limits_from_env
 from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 from hitl.worker import build_worker
@@ -57,8 +58,8 @@ async def hold(http: httpx.AsyncClient, session_id: str, opened: asyncio.Event, 
 
 
 async def bench(sessions: int, streams: int, seconds: float, folder: Path) -> str:
-    per_person = limits_from_env()[1].limit
-    people = [f"watcher{index}" for index in range(max(1, -(-streams // per_person)))]
+    streams_each, sessions_each = limits_from_env()[1].limit, SessionsPerPerson.from_env().limit
+    people = [f"watcher{index}" for index in range(max(1, -(-streams // streams_each), -(-sessions // sessions_each)))]
     tokens = {f"bench-token-{person}-0123456789": person for person in people}
     port = free_port()
     server = start_dev_server(folder / "temporal.db", port=port, ui_port=free_port())

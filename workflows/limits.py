@@ -22,6 +22,7 @@ MAX_QUEUED_BYTES = 300_000  # messages waiting for the next step boundary, toget
 MAX_DURATION_SECONDS = 366 * 86400  # timeouts, reminders, remembered decisions: at most a year
 MIN_REMINDER_SECONDS = 1.0
 MAX_RULE_ENTRIES = 100  # tools or people named in one rule list
+MAX_JSON_DEPTH = 64  # levels of nesting in a request body (hitl/api/json_bodies.py); the worker's parser stops at 200
 
 MAX_PROOF_BYTES = 2_000  # a decision proof (workflows/proofs.py)
 RECORDED_BYTES = 300  # how much of a refused value the audit keeps

@@ -34,7 +34,9 @@ from hitl.api.auth import StreamTickets, TokenBook, TokenFileError, hide_queries
 from hitl.api.body_limit import BodyLimit
 from hitl.api.codec import CodecDoor, is_loopback
 from hitl.api.gateway import Temporal, ticket_secret
+from hitl.api.json_bodies import StrictJsonBodies
 from hitl.api.observed import observe
+from hitl.api.owned_sessions import SessionsPerPerson
 from hitl.api.reading import limits_from_env
 from hitl.decision_keys import KeyConfigError
 from hitl.decision_keys import signing_key as read_signing_key
@@ -85,6 +87,7 @@ def create_app(
     app.state.policy = operator_policy() if isinstance(policy, str) else policy
     app.state.temporal = Temporal(client=client, task_queue=task_queue)
     app.state.reads, app.state.streams, app.state.closed_reads = limits_from_env()
+    app.state.sessions_per_person = SessionsPerPerson.from_env()
     app.state.codec_door = CodecDoor.from_env(bind_host, ui_origins())
     app.state.signer = lru_cache(maxsize=1)(signing_key)
     app.state.tickets = StreamTickets(lambda: ticket_secret(seed_of(app.state.signer()[1])))
@@ -97,6 +100,7 @@ def create_app(
         allow_headers=["Authorization", "Content-Type", "X-Namespace"],
     )
     app.add_middleware(NotFramed)
+    app.add_middleware(StrictJsonBodies)  # inside the limit: it keeps what it checks
     app.add_middleware(BodyLimit)  # added late: it runs before anything reads a body
     observe(app)  # around it (reading no body), when operators ask for metrics or traces (docs/observability.md)
     app.include_router(codec.router)

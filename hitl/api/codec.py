@@ -127,7 +127,8 @@ async def transform(
     try:
         payloads = json_format.ParseDict(body, Payloads()).payloads
     except json_format.ParseError as error:
-        raise HTTPException(status_code=422, detail=f"not a Payloads object: {error}") from None
+        # protobuf's reason runs over two lines (the fields it knows on the second): the answer is one
+        raise HTTPException(status_code=422, detail=f"not a Payloads object: {' '.join(str(error).split())}") from None
     converted = list(payloads) if convert is None else await convert(payloads)
     return json_format.MessageToDict(Payloads(payloads=converted))
 

@@ -24,6 +24,7 @@ from hitl.api.auth import caller
 from hitl.api.calls import proof_for
 from hitl.api.gateway import Refused, now, run_query, send_signed, send_update, temporal
 from hitl.api.guard import Grant, allowed, policy_of, refuse_unless, session_read
+from hitl.api.owned_sessions import SessionsPerPerson
 from hitl.client.refusals import reason_of
 from hitl.client.sessions import read_all
 from hitl.client.summary import session_summary
@@ -35,7 +36,7 @@ from workflows.forms import describe_validation_error
 from workflows.proofs import MESSAGE_CALL_ID
 from workflows.rules import args_sha256
 from workflows.identity import message_digest, start_proof
-from workflows.session import SessionInput, UserMessage
+from workflows.session import CancelRequest, SessionInput, UserMessage
 
 router = APIRouter(prefix="/sessions", tags=["sessions"])
 
@@ -125,10 +126,12 @@ async def start_session(request: Request, body: dict[str, Any] = Body(...), pers
         static_summary=summary, static_details=details,  # type: ignore[arg-type]  # plain payloads: see hitl/client/summary.py
         memo={SESSION_MEMO: session_memo(workflow_input)},
     )
+    owned: SessionsPerPerson = request.app.state.sessions_per_person
     try:
-        settled = await client.execute_update_with_start_workflow(
-            WAIT_UNTIL_SETTLED.name, {}, start_workflow_operation=start
-        )
+        async with owned.start(client, await gateway.queue(), person, session_id):  # 429 past the person's limit
+            settled = await client.execute_update_with_start_workflow(
+                WAIT_UNTIL_SETTLED.name, {}, start_workflow_operation=start
+            )
     except WorkflowAlreadyStartedError:
         raise HTTPException(409, f"session {session_id!r} already exists") from None
     except WorkflowUpdateFailedError as error:
@@ -212,4 +215,8 @@ async def cancel(session_id: str, request: Request, body: CancelBody | None = No
     person = grant.person
     given = body.reason if body else None
     reason = f"{given} (by {person})" if given else f"cancelled by {person}"
-    return await send_update(request, session_id, CANCEL.update, {"reason": reason})
+    try:  # checked here: a reason past Temporal's payload limits would never reach the session's own check
+        cancelling = CancelRequest(reason=reason)
+    except ValidationError as error:
+        raise HTTPException(422, f"malformed cancel: {describe_validation_error(error)}") from None
+    return await send_update(request, session_id, CANCEL.update, cancelling.model_dump())

@@ -224,6 +224,7 @@ async def limited_api(env: WorkflowEnvironment, workspace: Path, signing_key: st
                       monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Api]:
     monkeypatch.setenv("HITL_API_STREAMS_PER_PERSON", "2")
     monkeypatch.setenv("HITL_API_READS_PER_PERSON", "1")
+    monkeypatch.setenv("HITL_API_SESSIONS_PER_PERSON", "2")
     async for agent in running_agent(env.client, workspace):
         async with serving(agent) as running:
             yield running
@@ -260,6 +261,26 @@ async def test_one_person_has_a_few_streams_and_reads_at_once_and_others_are_not
         assert (await bob.get(f"/sessions/{session}/transcript")).status_code == 200
         give_back()
         assert (await ana.get(f"/sessions/{session}/transcript")).status_code == 200
+
+
+async def test_one_person_owns_a_few_running_sessions_and_starting_more_at_once_does_not_slip_past(limited_api: Api) -> None:
+    api = limited_api
+    async with api.as_("ana") as ana, api.as_("bob") as bob:
+        # Five starts at once, with a limit of two: the count cannot lag behind them.
+        starts = await asyncio.gather(*(ana.post("/sessions", json={"message": "hello there"}) for _ in range(5)))
+        assert sorted(answer.status_code for answer in starts) == [201, 201, 429, 429, 429], [a.text for a in starts]
+        refused = next(answer for answer in starts if answer.status_code == 429)
+        assert "owns 2 running sessions" in refused.json()["detail"]
+        assert "HITL_API_SESSIONS_PER_PERSON" in refused.json()["detail"]
+        assert (await bob.post("/sessions", json={"message": "hello there"})).status_code == 201  # ana's limit, not bob's
+
+        # Once she cancels one, she may start another (when Temporal has it closed).
+        first = next(answer for answer in starts if answer.status_code == 201).json()["session_id"]
+        assert (await ana.post(f"/sessions/{first}/cancel", json={})).status_code == 200
+        again = await eventually(lambda: ana.post("/sessions", json={"message": "hello there"}),
+                                 lambda answer: answer.status_code != 429)
+        assert again.status_code == 201, again.text
+        assert (await ana.post("/sessions", json={"message": "hello there"})).status_code == 429
 
 
 async def test_a_closed_session_is_read_once_and_then_without_the_worker(env: WorkflowEnvironment, workspace: Path,

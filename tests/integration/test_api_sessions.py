@@ -199,6 +199,20 @@ async def test_a_decision_over_temporals_payload_limit_is_422_and_the_call_still
         assert rejected.status_code == 200, rejected.text
 
 
+async def test_a_cancel_reason_over_temporals_payload_limit_is_422_and_the_session_still_runs(api: Api) -> None:
+    """A cancel's reason is checked against the session's bound before it is sent: Temporal would
+    refuse a 3 MB Update outright, which the API could only answer as 503."""
+    started = await api.start("ana", "please delete notes.txt")
+    session = started["session_id"]
+    async with api.as_("ana") as http:
+        answer = await http.post(f"/sessions/{session}/cancel", json={"reason": "x" * 3_000_000})
+        assert answer.status_code == 422, answer.text
+        assert "at most 10000 are accepted" in answer.json()["detail"]
+        assert (await http.get(f"/sessions/{session}")).json()["state"] == "awaiting_human"
+        cancelled = await http.post(f"/sessions/{session}/cancel", json={"reason": "too long, then fine"})
+        assert cancelled.status_code == 200, cancelled.text
+
+
 async def test_a_session_started_through_the_api_has_a_summary_and_details_in_the_temporal_ui(api: Api) -> None:
     started = await api.start("ana", "please delete notes.txt")
     described = await api.agent.client.get_workflow_handle(started["session_id"]).describe()

@@ -41,6 +41,7 @@ LEFT_TO_USER = {
     "HITL_ALLOWED_HOSTS": "the published port answers to localhost; list your proxy's name if you put one in front",
     "HITL_API_READS_PER_PERSON": "the default (8 reads in flight per person) suits one machine",
     "HITL_API_STREAMS_PER_PERSON": "the default (10 open event streams per person) suits one machine",
+    "HITL_API_SESSIONS_PER_PERSON": "the default (20 running sessions per person) suits one machine",
     "HITL_API_CLOSED_CACHE": "the default (256 answers about closed sessions) suits one machine",
     "HITL_API_CLOSED_CACHE_BYTES": "the default (64 MB of answers about closed sessions) suits one machine",
     "HITL_CODEC_CONCURRENCY": "the default (4 codec requests at once) suits one UI",
