@@ -32,7 +32,7 @@ from temporalio.client import Client
 from hitl.api.access import verdict
 from hitl.api.auth import TICKET_SECONDS, caller
 from hitl.api.access import SessionFacts
-from hitl.api.auth import bearer_token
+from hitl.api.auth import bearer_token, tokens_of
 from hitl.api.gateway import temporal
 from hitl.api.guard import Grant, allowed, facts_of, policy_of, refuse_unless
 from hitl.api.stream_access import Reader, SettledCalls
@@ -184,7 +184,7 @@ async def stream(request: Request, client: Client, session_id: str, after: int, 
     feeds: Feeds = request.app.state.feeds
 
     def refusal(facts: SessionFacts | None) -> str | None:
-        return reader.refusal(facts, policy_of(request), request.app.state.tokens)
+        return reader.refusal(facts, policy_of(request), tokens_of(request))
 
     feed, queue = feeds.join(client, session_id)
     try:

@@ -18,6 +18,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from hitl.api.access import Action, Policy, SessionFacts, verdict
 from hitl.api.auth import caller
+from hitl.api.followed import now
 from hitl.api.gateway import run_query, temporal
 from hitl.client.sessions import read_all
 from workflows.contract import AUDIT_PAGE, PENDING
@@ -35,7 +36,8 @@ class Grant:
 
 
 def policy_of(request: Request) -> Policy | None:
-    return request.app.state.policy
+    """The operator's policy as its file says now (hitl/api/followed.py)."""
+    return now(request.app.state.policy)
 
 
 async def session_facts(request: Request, session_id: str) -> SessionFacts:

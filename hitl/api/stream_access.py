@@ -24,7 +24,8 @@ UNCHECKED = "whether you may still read this session could not be checked; recon
 
 @dataclass(frozen=True)
 class Reader:
-    """Who listens: the person, and the bearer token the stream was opened with (None for a ticket)."""
+    """Who listens: the person, and the bearer token the stream was opened with (None for a ticket,
+    whose person must still hold some token: the ticket was bought with one)."""
 
     person: str
     token: str | None = None
@@ -33,6 +34,8 @@ class Reader:
         """Why this reader may not be given more events now (None: they may). The reason names no
         content: not which call settled, nor who may read instead."""
         if self.token is not None and tokens.person_of(self.token) != self.person:
+            return TOKEN_WITHDRAWN
+        if self.token is None and self.person not in tokens.people.values():
             return TOKEN_WITHDRAWN
         if facts is None:
             return UNCHECKED

@@ -1,13 +1,19 @@
 """An open event stream is no wider than a read: someone who may read a session only while a call
-waits for them stops receiving its events once it is settled, by bearer token or by ticket."""
+waits for them stops receiving its events once it is settled, by bearer token or by ticket, and
+a token taken out of the tokens file ends the streams it opened."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from tests.support.api_server import Api, EventStream, api, of_type, signing_key  # noqa: F401  (fixtures)
-from tests.support.sessions import eventually
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from hitl.api.stream_access import TOKEN_WITHDRAWN
+from tests.support.api_server import PEOPLE, Api, EventStream, api, of_type, serving, signing_key, write_tokens  # noqa: F401  (fixtures)
+from tests.support.sessions import eventually, running_agent
 
 PRIVATE = "my private note: the safe's code is 4711"
 
@@ -83,3 +89,30 @@ async def test_the_owners_stream_goes_on_through_the_same_story(api: Api) -> Non
             await bob_moves_on_and_says_something_private(api, session)
             seen = await stream.read_until(lambda seen: PRIVATE in json.dumps(seen))
     assert not of_type(seen, "end")
+
+
+async def test_a_token_taken_out_of_the_tokens_file_ends_its_streams_at_the_next_event(
+        env: WorkflowEnvironment, workspace: Path, signing_key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tokens = write_tokens(tmp_path / "tokens.json")
+    monkeypatch.setenv("HITL_API_TOKENS", str(tokens))
+    async for agent in running_agent(env.client, workspace):
+        async with serving(agent, tokens=None) as api:
+            session = (await api.start("ana", "hello there", participants=["bob"]))["session_id"]
+            async with api.as_("ana") as ana, api.as_(None) as page:
+                ticket = (await ana.post(f"/sessions/{session}/events/ticket")).json()
+                async with ana.stream("GET", f"/sessions/{session}/events") as by_token, \
+                        page.stream("GET", ticket["url"]) as by_ticket:
+                    streams = [EventStream(by_token), EventStream(by_ticket)]
+                    for stream in streams:
+                        await stream.read_until(lambda seen: bool(of_type(seen, "answer")))
+
+                    write_tokens(tokens, tuple(person for person in PEOPLE if person != "ana"))
+                    assert (await ana.get(f"/sessions/{session}")).status_code == 401
+                    async with api.as_("bob") as bob:
+                        sent = await bob.post(f"/sessions/{session}/messages", json={"text": PRIVATE})
+                        assert sent.status_code == 200, sent.text
+
+                    for stream in streams:
+                        seen = await stream.read_until(ended_or_leaked)
+                        assert "4711" not in json.dumps(seen), seen
+                        assert seen[-1]["data"] == {"problem": TOKEN_WITHDRAWN, "access_ended": True}
