@@ -27,12 +27,10 @@ from typing import Any, AsyncIterator, Callable
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.background import BackgroundTask
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
-from hitl.api.access import verdict
-from hitl.api.auth import TICKET_SECONDS, caller
-from hitl.api.access import SessionFacts
-from hitl.api.auth import bearer_token, tokens_of
+from hitl.api.access import SessionFacts, verdict
+from hitl.api.auth import TICKET_SECONDS, bearer_token, caller, tokens_of
 from hitl.api.gateway import temporal
 from hitl.api.guard import Grant, allowed, facts_of, policy_of, refuse_unless
 from hitl.api.stream_access import Reader, SettledCalls
@@ -86,10 +84,16 @@ class Feed:
                 listener.put_nowait(END)
 
     async def read_facts(self) -> SessionFacts | None:
-        try:
-            return self.settled.trim(await facts_of(self.client.get_workflow_handle(self.session_id)))
-        except HTTPException:  # unknown now, or Temporal silent: nobody is given these events
-            return None
+        return await facts_now(self.client.get_workflow_handle(self.session_id), self.settled)
+
+
+async def facts_now(handle: WorkflowHandle[Any, Any], settled: SettledCalls) -> SessionFacts | None:
+    """The session's facts less the calls the events showed settled; None when the session is
+    unknown now or Temporal does not answer: then nobody is given the events."""
+    try:
+        return settled.trim(await facts_of(handle))
+    except HTTPException:
+        return None
 
 
 class Feeds:
@@ -195,11 +199,8 @@ async def stream(request: Request, client: Client, session_id: str, after: int, 
         try:
             async for page in backlog(client, session_id, after):
                 own.note(page)
-                try:  # read after the page, as the feed does (Feed.run)
-                    facts: SessionFacts | None = own.trim(await facts_of(handle))
-                except HTTPException:
-                    facts = None
-                if (why := refusal(facts)) is not None:
+                # Read after the page, as the feed reads after a batch (Feed.run says why).
+                if (why := refusal(await facts_now(handle, own))) is not None:
                     yield ending(why, access_ended=True)
                     return
                 for event in page:
