@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 from functools import lru_cache
+from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
@@ -33,6 +34,7 @@ from hitl.api.access import Policy
 from hitl.api.auth import StreamTickets, TokenBook, TokenFileError, hide_queries_from_access_log
 from hitl.api.body_limit import BodyLimit
 from hitl.api.codec import CodecDoor, is_loopback
+from hitl.api.followed import Followed
 from hitl.api.gateway import Temporal, ticket_secret
 from hitl.api.json_bodies import StrictJsonBodies
 from hitl.api.observed import observe
@@ -42,7 +44,7 @@ from hitl.decision_keys import KeyConfigError
 from hitl.decision_keys import signing_key as read_signing_key
 from hitl import telemetry
 from hitl.settings import DATA_CONVERTER
-from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
+from workflows.policy import PolicyError, policy_from_env
 
 # The Web UI of `temporal server start-dev`, and the one docker-compose.yml runs, as a browser
 # may spell either.
@@ -71,8 +73,8 @@ def create_app(
     *,
     client: Client | None = None,
     task_queue: str | None = None,
-    tokens: TokenBook | None = None,
-    policy: Policy | None | str = "from HITL_POLICY",
+    tokens: TokenBook | Followed[TokenBook] | None = None,
+    policy: Policy | Followed[Policy | None] | None | str = "from HITL_POLICY",
     bind_host: str | None = None,
 ) -> FastAPI:
     """The app; `client`, `task_queue` and `policy` default to the environment's (tests pass their
@@ -177,10 +179,13 @@ class NotFramed:
         await self.app(scope, receive, with_headers)
 
 
-def operator_policy() -> OperatorPolicy | None:
-    """The operator's policy from HITL_POLICY (workflows/policy.py), None without one; a malformed
-    file raises PolicyError with a one-line reason."""
-    return policy_from_env()
+def operator_policy() -> Followed[Policy | None] | None:
+    """The operator's policy from HITL_POLICY (workflows/policy.py), followed as it changes; None
+    without one. A malformed file raises PolicyError with a one-line reason."""
+    path = os.environ.get("HITL_POLICY", "").strip()
+    if not path:
+        return None
+    return Followed.read(Path(path), lambda at: policy_from_env({"HITL_POLICY": str(at)}))
 
 
 def signing_key() -> tuple[str, Ed25519PrivateKey]:

@@ -29,6 +29,8 @@ from typing import Callable
 
 from fastapi import Header, HTTPException, Request
 
+from hitl.api.followed import Followed, now
+
 TICKET_SECONDS = 60
 
 
@@ -44,9 +46,10 @@ class TokenBook:
     source: str
 
     @classmethod
-    def from_env(cls) -> TokenBook:
+    def from_env(cls) -> Followed[TokenBook] | TokenBook:
+        """The file HITL_API_TOKENS names, followed: a token taken out of it stops working at once."""
         path = os.environ.get("HITL_API_TOKENS")
-        return cls.load(Path(path)) if path else cls({}, "HITL_API_TOKENS is not set")
+        return Followed.read(Path(path), cls.load) if path else cls({}, "HITL_API_TOKENS is not set")
 
     @classmethod
     def load(cls, path: Path) -> TokenBook:
@@ -80,9 +83,14 @@ def bearer_token(authorization: str | None) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
+def tokens_of(request: Request) -> TokenBook:
+    """The tokens as the file says now (hitl/api/followed.py)."""
+    return now(request.app.state.tokens)
+
+
 def caller(request: Request, authorization: str | None = Header(default=None)) -> str:
     """The dependency of every authenticated route: the person the bearer token names, or 401."""
-    book: TokenBook = request.app.state.tokens
+    book = tokens_of(request)
     if not book.people:
         raise HTTPException(401, f"no API tokens are configured ({book.source}); see the README, 'HTTP API'",
                             headers={"WWW-Authenticate": "Bearer"})

@@ -11,6 +11,10 @@ and `pending`, then go on.
 A browser's EventSource sends no headers, so besides `Authorization: Bearer`
 the stream takes `?ticket=` from `POST /sessions/{id}/events/ticket`: good for
 one session's stream, for a minute, and never the bearer token itself.
+
+Whoever listens must still be allowed to read the session each time events are
+handed to them (hitl/api/stream_access.py); when they no longer are, their
+stream ends with an `end` event that says so, and nothing more is sent.
 """
 
 from __future__ import annotations
@@ -23,13 +27,14 @@ from typing import Any, AsyncIterator, Callable
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.background import BackgroundTask
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
-from hitl.api.access import verdict
-from hitl.api.auth import TICKET_SECONDS, caller
+from hitl.api.access import SessionFacts, verdict
+from hitl.api.auth import TICKET_SECONDS, bearer_token, caller, tokens_of
 from hitl.api.gateway import temporal
-from hitl.api.guard import Grant, allowed, policy_of, refuse_unless, session_facts
-from hitl.client.events import PAGE, EventsUnavailable, SessionEvent, follow_events, read_events, resync
+from hitl.api.guard import Grant, allowed, facts_of, policy_of, refuse_unless
+from hitl.api.stream_access import Reader, SettledCalls
+from hitl.client.events import PAGE, EventsUnavailable, SessionEvent, follow_event_batches, read_events, resync
 
 router = APIRouter(prefix="/sessions/{session_id}/events", tags=["events"])
 
@@ -39,14 +44,17 @@ END = None  # what a feed hands its listeners when the session is over
 
 @dataclass
 class Feed:
-    """One session's live events, read by one follower and handed to every listener."""
+    """One session's live events, read by one follower and handed to every listener, with the
+    session's facts as they were after those events (one describe per batch, for all listeners)."""
 
     client: Client
     session_id: str
-    listeners: set[asyncio.Queue[SessionEvent | None]] = field(default_factory=set)
+    listeners: set[asyncio.Queue[list[SessionEvent] | None]] = field(default_factory=set)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     problem: str | None = None
+    facts: SessionFacts | None = None  # None until read, and when they could not be read
+    settled: SettledCalls = field(default_factory=SettledCalls)
 
     def start(self) -> None:
         self.task = asyncio.create_task(self.run(), name=f"events feed {self.session_id}")
@@ -55,15 +63,37 @@ class Feed:
         try:
             start = await read_events(self.client.get_workflow_handle(self.session_id), 0, 1)
             self.ready.set()
-            async for event in follow_events(self.client, self.session_id, int((start or {}).get("last") or 0)):
+            async for batch in follow_event_batches(self.client, self.session_id, int((start or {}).get("last") or 0)):
+                # The order is the point: the batch was observed (the query answered) before the
+                # describe below is sent, so these facts are at least as new as every event in the
+                # batch. A settlement that took someone's access away before a private message was
+                # recorded is in the facts that decide whether that message is delivered; facts read
+                # before the query could predate it. Calls the events show settled are struck out
+                # too, should the memo ever trail the events. A listener checks the feed's newest
+                # facts when it takes a batch, so a slow reader is judged by the present, not by
+                # the facts of the moment its batch arrived.
+                self.settled.note(batch)
+                self.facts = await self.read_facts()
                 for listener in self.listeners:
-                    listener.put_nowait(event)
+                    listener.put_nowait(batch)
         except EventsUnavailable as error:
             self.problem = str(error)
         finally:
             self.ready.set()
             for listener in self.listeners:
                 listener.put_nowait(END)
+
+    async def read_facts(self) -> SessionFacts | None:
+        return await facts_now(self.client.get_workflow_handle(self.session_id), self.settled)
+
+
+async def facts_now(handle: WorkflowHandle[Any, Any], settled: SettledCalls) -> SessionFacts | None:
+    """The session's facts less the calls the events showed settled; None when the session is
+    unknown now or Temporal does not answer: then nobody is given the events."""
+    try:
+        return settled.trim(await facts_of(handle))
+    except HTTPException:
+        return None
 
 
 class Feeds:
@@ -72,16 +102,16 @@ class Feeds:
     def __init__(self) -> None:
         self.feeds: dict[str, Feed] = {}
 
-    def join(self, client: Client, session_id: str) -> tuple[Feed, asyncio.Queue[SessionEvent | None]]:
+    def join(self, client: Client, session_id: str) -> tuple[Feed, asyncio.Queue[list[SessionEvent] | None]]:
         feed = self.feeds.get(session_id)
         if feed is None or (feed.task is not None and feed.task.done()):
             feed = self.feeds[session_id] = Feed(client, session_id)
             feed.start()
-        queue: asyncio.Queue[SessionEvent | None] = asyncio.Queue()
+        queue: asyncio.Queue[list[SessionEvent] | None] = asyncio.Queue()
         feed.listeners.add(queue)
         return feed, queue
 
-    def leave(self, feed: Feed, queue: asyncio.Queue[SessionEvent | None]) -> None:
+    def leave(self, feed: Feed, queue: asyncio.Queue[list[SessionEvent] | None]) -> None:
         feed.listeners.discard(queue)
         if not feed.listeners and self.feeds.get(feed.session_id) is feed:
             del self.feeds[feed.session_id]
@@ -93,25 +123,25 @@ class Feeds:
         return {session_id: len(feed.listeners) for session_id, feed in self.feeds.items()}
 
 
-def stream_caller(
+def stream_reader(
     request: Request,
     session_id: str,
     ticket: str | None = Query(None, description="from POST /sessions/{id}/events/ticket, for EventSource"),
     authorization: str | None = Header(default=None),
-) -> str:
+) -> Reader:
     if ticket is not None:
         person = request.app.state.tickets.person_of(ticket, session_id)
         if person is None:
             raise HTTPException(401, "the stream ticket is invalid, expired, used already, or for another session")
-        return person
-    return caller(request, authorization)
+        return Reader(person)
+    return Reader(caller(request, authorization), bearer_token(authorization))
 
 
-async def stream_grant(request: Request, session_id: str, person: str = Depends(stream_caller)) -> Grant:
+async def stream_grant(request: Request, session_id: str, reader: Reader = Depends(stream_reader)) -> Grant:
     """The access table's `read`, for a stream's caller (by token or by ticket)."""
-    session = await session_facts(request, session_id)
-    refuse_unless(verdict(person, "read", session, policy_of(request)))
-    return Grant(person, session)
+    session = await facts_of((await temporal(request).get()).get_workflow_handle(session_id))
+    refuse_unless(verdict(reader.person, "read", session, policy_of(request)))
+    return Grant(reader.person, session)
 
 
 def as_sse(event: SessionEvent) -> ServerSentEvent:
@@ -121,8 +151,9 @@ def as_sse(event: SessionEvent) -> ServerSentEvent:
     return ServerSentEvent(data=body, event=event.type, id=None if event.type == "resync" else str(event.id))
 
 
-async def backlog(client: Client, session_id: str, after: int) -> AsyncIterator[SessionEvent]:
-    """What the session kept after `after`, read once per connection (a resync first if it is gone)."""
+async def backlog(client: Client, session_id: str, after: int) -> AsyncIterator[list[SessionEvent]]:
+    """What the session kept after `after`, a page at a time, read once per connection (a resync
+    first if it is gone)."""
     handle = client.get_workflow_handle(session_id)
     while True:
         answer = await read_events(handle, after, PAGE)
@@ -131,38 +162,65 @@ async def backlog(client: Client, session_id: str, after: int) -> AsyncIterator[
         oldest, last = int(answer.get("oldest") or 0), int(answer.get("last") or 0)
         if (oldest and after < oldest - 1) or last < after:
             gap = resync(after, oldest, last)
-            yield gap
+            yield [gap]
             after = gap.id
         events = [SessionEvent.model_validate(event) for event in answer.get("events", [])]
-        for event in events:
-            if event.id > after:
-                after = event.id
-                yield event
+        page = [event for event in events if event.id > after]
+        if page:
+            after = page[-1].id
+            yield page
         if len(events) < PAGE:
             return
 
 
-async def stream(request: Request, client: Client, session_id: str, after: int,
+def ending(reason: str | None, access_ended: bool = False) -> ServerSentEvent:
+    """The last event of a stream: why it ends (the session's problem, or the reader's access)."""
+    data: dict[str, Any] = {"problem": reason}
+    if access_ended:
+        data["access_ended"] = True
+    return ServerSentEvent(data=json.dumps(data), event="end")
+
+
+async def stream(request: Request, client: Client, session_id: str, after: int, reader: Reader,
                  give_back: Callable[[], None]) -> AsyncIterator[ServerSentEvent]:
-    """Holds one of the person's stream slots (taken by the route) until the stream ends."""
+    """Holds one of the person's stream slots (taken by the route) until the stream ends. Before
+    each batch the reader's access is asked again, with the policy and tokens the API has now."""
     feeds: Feeds = request.app.state.feeds
+
+    def refusal(facts: SessionFacts | None) -> str | None:
+        return reader.refusal(facts, policy_of(request), tokens_of(request))
+
     feed, queue = feeds.join(client, session_id)
     try:
         await feed.ready.wait()
         sent = after
+        own = SettledCalls()  # the backlog's, as the feed keeps its own
+        handle = client.get_workflow_handle(session_id)
         try:
-            async for event in backlog(client, session_id, after):
-                sent = max(sent, event.id)
-                yield as_sse(event)
+            async for page in backlog(client, session_id, after):
+                own.note(page)
+                # Read after the page, as the feed reads after a batch (Feed.run says why).
+                if (why := refusal(await facts_now(handle, own))) is not None:
+                    yield ending(why, access_ended=True)
+                    return
+                for event in page:
+                    sent = max(sent, event.id)
+                    yield as_sse(event)
         except EventsUnavailable as error:
-            yield ServerSentEvent(data=json.dumps({"problem": str(error)}), event="end")
+            yield ending(str(error))
             return
         while True:
-            event = await queue.get()
-            if event is END:
-                yield ServerSentEvent(data=json.dumps({"problem": feed.problem}), event="end")
+            batch = await queue.get()
+            if batch is END:
+                yield ending(feed.problem)
                 return
-            if event.type == "resync" or event.id > sent:
+            fresh = [event for event in batch if event.type == "resync" or event.id > sent]
+            if not fresh:
+                continue
+            if (why := refusal(feed.facts)) is not None:
+                yield ending(why, access_ended=True)
+                return
+            for event in fresh:
                 sent = max(sent, event.id)
                 yield as_sse(event)
     finally:
@@ -175,11 +233,13 @@ async def events(
     session_id: str,
     request: Request,
     grant: Grant = Depends(stream_grant),
+    reader: Reader = Depends(stream_reader),
     last_event_id: int | None = Query(None, description="resume after this id (EventSource sends the header itself)"),
     last_event_header: str | None = Header(None, alias="Last-Event-ID"),
 ) -> EventSourceResponse:
     """Server-sent events: `pause_opened`, `pause_settled`, `tool_result`, `answer`, `message`, `state`,
-    `claimed`, `released`, `refused`; `resync` when events after your Last-Event-ID are gone; `end`."""
+    `claimed`, `released`, `refused`; `resync` when events after your Last-Event-ID are gone; `end` when the
+    session is over or you may no longer read it (`access_ended`)."""
     after = last_event_id
     if after is None and last_event_header:
         try:
@@ -189,7 +249,7 @@ async def events(
     client = await temporal(request).get()
     give_back = request.app.state.streams.take(grant.person)  # 429 beyond the person's open streams
     # Given back when the stream ends, or after the response if the stream never began.
-    return EventSourceResponse(stream(request, client, session_id, max(after or 0, 0), give_back),
+    return EventSourceResponse(stream(request, client, session_id, max(after or 0, 0), reader, give_back),
                                ping=PING_SECONDS, background=BackgroundTask(give_back))
 
 

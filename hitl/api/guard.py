@@ -13,12 +13,13 @@ from datetime import timedelta
 from typing import Any, AsyncIterator, Callable
 
 from fastapi import Depends, HTTPException, Request
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
 from hitl.api.access import Action, Policy, SessionFacts, verdict
 from hitl.api.auth import caller
-from hitl.api.gateway import handle_of, run_query, temporal
+from hitl.api.followed import now
+from hitl.api.gateway import run_query, temporal
 from hitl.client.sessions import read_all
 from workflows.contract import AUDIT_PAGE, PENDING
 
@@ -35,17 +36,23 @@ class Grant:
 
 
 def policy_of(request: Request) -> Policy | None:
-    return request.app.state.policy
+    """The operator's policy as its file says now (hitl/api/followed.py)."""
+    return now(request.app.state.policy)
 
 
 async def session_facts(request: Request, session_id: str) -> SessionFacts:
     """One describe: the run, whether it is closed, and its memos `hitl_session` and `hitl_pending`."""
-    handle = await handle_of(request, session_id)
+    return await facts_of((await temporal(request).get()).get_workflow_handle(session_id))
+
+
+async def facts_of(handle: WorkflowHandle[Any, Any]) -> SessionFacts:
+    """`session_facts` for a handle (an event stream's feed, which outlives its request):
+    404 for an unknown session, 503 when Temporal does not answer."""
     try:
         description = await handle.describe(rpc_timeout=RPC)
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
-            raise HTTPException(404, f"unknown session {session_id!r}") from None
+            raise HTTPException(404, f"unknown session {handle.id!r}") from None
         raise HTTPException(503, f"Temporal did not answer: {error.message}") from None
     memo: dict[str, Any] = {}
     for key in ("hitl_session", "hitl_pending"):
@@ -54,7 +61,7 @@ async def session_facts(request: Request, session_id: str) -> SessionFacts:
         except Exception:
             memo[key] = None
     closed = description.status != WorkflowExecutionStatus.RUNNING
-    return SessionFacts.from_memo(session_id, description.run_id or "", closed, memo)
+    return SessionFacts.from_memo(handle.id, description.run_id or "", closed, memo)
 
 
 def refuse_unless(decided: Any) -> None:

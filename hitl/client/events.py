@@ -76,6 +76,22 @@ async def follow_events(
     A `resync` event comes first whenever events after `after` are no longer kept (a long absence,
     a client's Last-Event-ID from long ago) or the session's ids are behind `after` (a reset).
     """
+    async for batch in follow_event_batches(client, session_id, after, fastest=fastest, slowest=slowest, page=page):
+        for event in batch:
+            yield event
+
+
+async def follow_event_batches(
+    client: Client,
+    session_id: str,
+    after: int = 0,
+    *,
+    fastest: float = FASTEST,
+    slowest: float = SLOWEST,
+    page: int = PAGE,
+) -> AsyncIterator[list[SessionEvent]]:
+    """`follow_events`, one read's new events at a time (a `resync` is a batch of its own): for a
+    follower that does something once per read, as the API's streams check access."""
     handle = client.get_workflow_handle(session_id)  # no run id: always the newest run
     delay = fastest
     loop = asyncio.get_running_loop()
@@ -87,15 +103,19 @@ async def follow_events(
             oldest, last = int(answer.get("oldest") or 0), int(answer.get("last") or 0)
             if (oldest and after < oldest - 1) or last < after:
                 gap = resync(after, oldest, last)
-                yield gap
+                yield [gap]
                 after = gap.id
+        batch: list[SessionEvent] = []
         for event in events:
             if event.id <= after:
                 continue
             after = event.id
-            yield event
+            batch.append(event)
             if event.closes_session:
+                yield batch
                 return
+        if batch:
+            yield batch
         if len(events) >= page:
             continue  # more are waiting: read on at once
         if events:

@@ -13,7 +13,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from hitl.devserver import free_port
-from tests.support.api_server import Api, serving, signing_key  # noqa: F401  (fixtures)
+from tests.support.api_server import Api, EventStream, of_type, serving, signing_key  # noqa: F401  (fixtures)
 from tests.support.sessions import eventually, running_agent
 from tests.support.stack import ROOT
 
@@ -84,6 +84,28 @@ async def test_a_group_decides_an_operator_sees_and_steers_and_nobody_else_sees_
         assert steered.status_code == 200, steered.text
         assert (await olga.post(f"/sessions/{session}/cancel", json={"reason": "operator"})).status_code == 200
     assert not (api.agent.workspace / "notes.txt").exists()
+
+
+async def test_an_operator_struck_from_the_policy_file_loses_the_session_and_its_open_stream(
+        policy_api: Api, tmp_path: Path) -> None:
+    api = policy_api
+    session = (await api.start("ana", "hello there"))["session_id"]
+    async with api.as_("olga") as olga:
+        async with olga.stream("GET", f"/sessions/{session}/events") as response:
+            stream = EventStream(response)
+            await stream.read_until(lambda seen: bool(of_type(seen, "answer")))
+
+            (tmp_path / "policy.json").write_text("{half written")  # a change that does not parse changes nothing
+            assert (await olga.get(f"/sessions/{session}")).status_code == 200
+            (tmp_path / "policy.json").write_text(json.dumps({**POLICY, "operators": []}))
+            assert (await olga.get(f"/sessions/{session}")).status_code == 404
+            async with api.as_("ana") as ana:
+                sent = await ana.post(f"/sessions/{session}/messages", json={"text": "something olga may not read"})
+                assert sent.status_code == 200, sent.text
+
+            seen = await stream.read_until(lambda seen: bool(of_type(seen, "end")) or "olga may not" in str(seen))
+    assert "olga may not" not in str(seen), seen
+    assert seen[-1]["data"] == {"problem": "you may no longer read this session", "access_ended": True}
 
 
 def test_a_malformed_policy_stops_serve_with_one_line(tmp_path: Path) -> None:

@@ -56,6 +56,12 @@ class Api:
         return answer.json()
 
 
+def write_tokens(path: Path, people: tuple[str, ...] = PEOPLE) -> Path:
+    """A tokens file as an operator keeps one: `{"<token>": "<person>"}`."""
+    path.write_text(json.dumps({token_of(person): person for person in people}))
+    return path
+
+
 def new_id() -> str:
     return f"api-{uuid.uuid4().hex[:10]}"
 
@@ -88,10 +94,11 @@ async def scripted_api(env: WorkflowEnvironment, workspace: Path, signing_key: s
 
 class serving:
     """`async with serving(agent)`: uvicorn with the API on a free loopback port, stopped after.
-    `app_options` go to create_app (e.g. `policy=`); `agent=None` serves an API with no Temporal."""
+    `app_options` go to create_app (e.g. `policy=`, or `tokens=None` for HITL_API_TOKENS' file);
+    `agent=None` serves an API with no Temporal."""
 
     def __init__(self, agent: Agent | None, **app_options: Any) -> None:
-        tokens = TokenBook({token_of(person): person for person in PEOPLE}, "test tokens")
+        tokens = app_options.pop("tokens", TokenBook({token_of(person): person for person in PEOPLE}, "test tokens"))
         app_options.setdefault("policy", None)
         if agent is not None:
             app_options.update(client=without_patience(agent.client), task_queue=agent.task_queue)

@@ -247,3 +247,30 @@ async def test_a_result_is_reviewed_and_replaced_from_the_page(api: Api, browser
         transcript = (await bob.get(f"/sessions/{session}/transcript")).json()
     [reviewed] = [message["content"] for message in transcript if message["role"] == "tool"]
     assert "A person (bob) edited this result" in reviewed and "lunch moved to 1pm" in reviewed
+
+
+async def test_after_ana_signs_out_bob_signing_in_on_the_same_page_sees_nothing_of_hers(api: Api, browser: Any) -> None:
+    hers = await api.start("ana", "please delete notes.txt, the one about the anniversary")
+    his = await api.start("bob", "please delete menu.txt")
+    session = hers["session_id"]
+
+    await sign_in(browser, api, "ana")
+    await until(browser, click(f'button.item[data-session="{session}"]'))
+    await until(browser, find(f'.pending-item[data-call="{hers["pending"][0]["call_id"]}"]'))
+    await until(browser, lambda b: "live" in b.find_element("id", "stream-state").text)
+    await until(browser, find('#events li[data-type="pause_opened"]'))
+    assert api.app.state.feeds.watched().get(session) == 1
+
+    await until(browser, click("#sign-out"))
+    await until(browser, find("#token"))
+    # Her stream is closed (the server sees its listener go) and her token is gone from the tab.
+    await eventually(lambda: asyncio.sleep(0, api.app.state.feeds.watched()), lambda watched: session not in watched)
+    assert await asyncio.to_thread(browser.execute_script, "return sessionStorage.length") == 0
+    assert session not in browser.page_source and "anniversary" not in browser.page_source
+
+    await sign_in(browser, api, "bob")
+    await until(browser, find(f'button.item[data-session="{his["session_id"]}"]'))
+    page = browser.page_source  # the whole DOM, hidden parts too
+    assert session not in page and "anniversary" not in page and "asked by ana" not in page
+    assert find("#events li")(browser) == [] and find(".pending-item")(browser) == []
+    assert await asyncio.to_thread(browser.execute_script, "return state.session") is None

@@ -5,7 +5,8 @@
 
 const TOKEN_KEY = "hitl-api-token";
 const INBOX_EVERY_MS = 5000;
-const state = { session: null, source: null, lastEventId: null, inboxTimer: null };
+// `signedIn` counts sign-ins: an answer that arrives after its person signed out belongs to nobody.
+const state = { session: null, source: null, lastEventId: null, inboxTimer: null, signedIn: 0 };
 
 const $ = (id) => document.getElementById(id);
 
@@ -27,6 +28,7 @@ function el(tag, attributes = {}, ...children) {
 function token() { return sessionStorage.getItem(TOKEN_KEY); }
 
 async function api(method, path, body) {
+  const asked = state.signedIn;
   const response = await fetch(path, {
     method,
     headers: { "Authorization": `Bearer ${token()}`, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
@@ -34,6 +36,8 @@ async function api(method, path, body) {
   });
   let data = null;
   try { data = await response.json(); } catch (_) { /* no body */ }
+  // Asked for someone who has signed out since: never settles, so nothing of theirs is drawn.
+  if (asked !== state.signedIn) return new Promise(() => {});
   if (response.status === 401) signOut("That token was refused: " + reason(data));
   return { ok: response.ok, status: response.status, data };
 }
@@ -48,10 +52,17 @@ const path = (...parts) => "/" + parts.map(encodeURIComponent).join("/");
 
 // ------------------------------------------------------------------ sign in
 
+// Signing out leaves nothing of the person on the page: no token, no stream, no card, row or event.
 function signOut(message) {
   sessionStorage.removeItem(TOKEN_KEY);
+  state.signedIn += 1;
   closeStream();
   clearInterval(state.inboxTimer);
+  Object.assign(state, { session: null, lastEventId: null, inboxTimer: null });
+  for (const id of ["items", "pending", "transcript", "events"]) $(id).replaceChildren();
+  for (const id of ["count", "inbox-error", "session-id", "decision-result", "stream-state"]) $(id).textContent = "";
+  $("empty").hidden = true;
+  $("detail").hidden = true;
   $("main").hidden = true;
   $("sign-out").hidden = true;
   $("who").textContent = message || "";
@@ -59,6 +70,7 @@ function signOut(message) {
 }
 
 async function signIn() {
+  state.signedIn += 1;
   $("sign-in").hidden = true;
   $("main").hidden = false;
   $("sign-out").hidden = false;
@@ -424,11 +436,19 @@ async function openStream() {
   state.source = source;
   source.onopen = () => { $("stream-state").textContent = "(live)"; };
   for (const type of EVENT_TYPES) source.addEventListener(type, (message) => onEvent(message, sessionId));
-  source.addEventListener("end", () => { $("stream-state").textContent = "(session over)"; closeStream(); });
+  source.addEventListener("end", (message) => {
+    if (state.source !== source) return;
+    const ended = JSON.parse(message.data);
+    $("stream-state").textContent = ended.access_ended ? `(${ended.problem})` : "(session over)";
+    closeStream();
+    if (ended.access_ended) { refreshPending(); refreshInbox(); }
+  });
   source.onerror = () => {
     $("stream-state").textContent = "(reconnecting…)";
     // The browser retries by itself with the same ticket; once that has expired, fetch a new one.
-    if (source.readyState === EventSource.CLOSED && state.source === source) setTimeout(openStream, 1000);
+    if (source.readyState === EventSource.CLOSED && state.source === source) {
+      setTimeout(() => { if (state.source === source && state.session === sessionId) openStream(); }, 1000);
+    }
   };
 }
 
