@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import importlib
@@ -35,6 +34,7 @@ from activities.run_tool import ToolActivities
 from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
 from hitl.console.startup import model_warning, quiet_expected_failures
 from hitl import telemetry
+from hitl.arguments import OneLineParser
 from hitl.bytecode import compile_once
 from hitl.exit_cleanly import exit_with
 from hitl.sandbox_runner import ContextFreeSandbox, fits_this_sdk, ignores_context
@@ -357,7 +357,7 @@ async def serve(client: Client, settings: Settings, backend: ModelBackend, tunin
 
 def command_line(argv: list[str] | None = None) -> None:
     """`python worker.py` (or the installed `hitl-worker`): poll until SIGINT/SIGTERM."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=os.path.basename(sys.argv[0]) or "worker.py",
         description="Run the agent workflow and its activities on HITL_TASK_QUEUE until SIGINT/SIGTERM "
                     "(settings: docs/interface.md, 'Environment variables').")
