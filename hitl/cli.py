@@ -21,6 +21,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from hitl.arguments import OneLineParser
+from hitl.encryption import sealed_answer
 from hitl.exit_cleanly import exit_with
 from hitl.console.render import args_diff, describe_pending, print_json, render_status, render_transcript, say
 from hitl.client.refusals import reason_of
@@ -252,7 +253,7 @@ async def read_query(client: Client, session_id: str, name: str) -> Any:
 
 async def show_inbox(client: Client, args: argparse.Namespace) -> int:
     from hitl.client.inbox import InboxUnavailable, read_inbox
-    from hitl.console.inbox import inbox_json, render_inbox
+    from hitl.console.inbox import inbox_json, render_inbox, unreadable_line
 
     try:
         inbox = await read_inbox(client, task_queue=args.task_queue, person=args.person, show_claimed=args.claimed,
@@ -264,6 +265,8 @@ async def show_inbox(client: Client, args: argparse.Namespace) -> int:
         print_json(inbox_json(inbox))
     else:
         say(render_inbox(inbox, args.person))
+    if inbox.unreadable:
+        say(unreadable_line(inbox), file=sys.stderr)
     return 0
 
 
@@ -360,6 +363,11 @@ def main() -> int:
         if "Failed client connect" not in str(error):
             raise
         say(f"error: cannot reach Temporal at {settings.address}: {error}", file=sys.stderr)
+        return 1
+    except KeyError as error:
+        if not (sealed := sealed_answer(error)):
+            raise
+        say(f"error: {sealed}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
