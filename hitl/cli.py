@@ -30,7 +30,7 @@ from hitl.console.startup import model_warning
 from hitl.client.summary import session_summary
 from hitl.client.updates import execute_update_retrying
 from hitl import telemetry
-from hitl.settings import ENCRYPTED, Settings, connect
+from hitl.settings import ENCRYPTED, Settings, connect, unreachable
 from workflows.contract import (
     ANSWER, APPROVE, AUDIT_PAGE, CANCEL, PENDING, REJECT, STATUS, TRANSCRIPT_PAGE, USER_MESSAGE, WORKFLOW,
     WORKFLOW_RESULT, Update,
@@ -362,7 +362,7 @@ def main() -> int:
     except RuntimeError as error:
         if "Failed client connect" not in str(error):
             raise
-        say(f"error: cannot reach Temporal at {settings.address}: {error}", file=sys.stderr)
+        say(f"error: {unreachable(settings, error)}", file=sys.stderr)
         return 1
     except KeyError as error:
         if not (sealed := sealed_answer(error)):

@@ -38,7 +38,7 @@ from hitl.arguments import OneLineParser
 from hitl.bytecode import compile_once
 from hitl.exit_cleanly import exit_with
 from hitl.sandbox_runner import ContextFreeSandbox, fits_this_sdk, ignores_context
-from hitl.settings import Settings, connect
+from hitl.settings import Settings, connect, unreachable
 from workflows.agent import AgentWorkflow
 from workflows.arity import OneArgument
 from workflows.metrics import SessionMetrics
@@ -105,6 +105,7 @@ class WorkerTuning:
     # off, a busy worker spends about a third less CPU per step (docs/evidence.md), and what the
     # sandbox would catch is left to the tests, which always run with it (docs/production.md).
     sandbox: bool = True
+    connect_patience_seconds: float = 60.0  # how long `python worker.py` waits for its server at start
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> WorkerTuning:
@@ -135,6 +136,7 @@ class WorkerTuning:
             deployment_name=environ.get("HITL_DEPLOYMENT_NAME") or None,
             versioning_behavior=behavior,
             sandbox=SWITCH[sandbox],
+            connect_patience_seconds=number("HITL_CONNECT_PATIENCE_SECONDS", cls.connect_patience_seconds),
         )
 
     def worker_options(self) -> dict[str, Any]:
@@ -243,17 +245,22 @@ def load_tool_modules() -> list[str]:
     return names
 
 
-async def connect_with_patience(settings: Settings, attempts: int = 30) -> Client:
-    """The server may still be starting (docker compose starts both at once)."""
-    for attempt in range(1, attempts + 1):
+async def connect_with_patience(settings: Settings, patience_seconds: float) -> Client:
+    """The server may still be starting (docker compose starts both at once): retried every
+    2 s for `patience_seconds`, said once, then given up (exit 1) with the same line."""
+    deadline = asyncio.get_running_loop().time() + patience_seconds
+    said = False
+    while True:
         try:
             return await connect(settings)
         except RuntimeError as error:
-            if attempt == attempts:
-                raise
-            print(f"worker: cannot reach {settings.address} yet ({error}); retrying", file=sys.stderr)
-            await asyncio.sleep(2)
-    raise AssertionError("unreachable")
+            if asyncio.get_running_loop().time() >= deadline:
+                raise SystemExit(f"worker: gave up after {patience_seconds:g} s: {unreachable(settings, error)}") from None
+            if not said:
+                print(f"worker: {unreachable(settings, error)}; retrying for up to {patience_seconds:g} s "
+                      "(HITL_CONNECT_PATIENCE_SECONDS)", file=sys.stderr, flush=True)
+                said = True
+            await asyncio.sleep(min(2.0, max(0.0, deadline - asyncio.get_running_loop().time())))
 
 
 async def pollers(client: Client, task_queue: str) -> set[str]:
@@ -300,7 +307,7 @@ async def main() -> None:
             print(f"worker: {line}")
     except telemetry.TelemetryError as error:
         raise SystemExit(f"worker: {error}") from None
-    client = await until_stopped(connect_with_patience(settings), stop)
+    client = await until_stopped(connect_with_patience(settings, tuning.connect_patience_seconds), stop)
     if client is None:
         print("worker: shutting down", file=sys.stderr)
         return
