@@ -7,7 +7,6 @@ import contextlib
 import importlib
 import os
 import signal
-import socket
 import sys
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -33,7 +32,7 @@ from activities.transcript_index import keep_transcript_index, record_transcript
 from activities.run_tool import ToolActivities
 from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
 from hitl.console.startup import model_warning, quiet_expected_failures
-from hitl import telemetry
+from hitl import heartbeat, telemetry
 from hitl.arguments import OneLineParser
 from hitl.bytecode import compile_once
 from hitl.exit_cleanly import exit_with
@@ -273,17 +272,11 @@ async def pollers(client: Client, task_queue: str) -> set[str]:
     return {without_workspace(poller.identity) for poller in answer.pollers}
 
 
-async def health_check() -> int:
-    """`python worker.py --check`: 0 when a worker of this host (container) polls its task queue.
-
-    The SDK's default identity is `<pid>@<hostname>`; HITL_WORKER_IDENTITY replaces it.
-    """
-    settings = Settings.from_env()
-    identity = WorkerTuning.from_env().identity
-    polling = await pollers(await connect(settings), settings.task_queue)
-    here = [name for name in polling if name == identity or name.endswith(f"@{socket.gethostname()}")]
-    print(f"worker: polling {settings.task_queue}: {', '.join(here) or 'no worker of this host'}")
-    return 0 if here else 1
+def health_check() -> int:
+    """`python worker.py --check`: 0 when the worker that beats into HITL_WORKER_HEARTBEAT polls (hitl/heartbeat.py)."""
+    alive, line = heartbeat.check(heartbeat.heartbeat_file())
+    print(f"worker: {line}")
+    return 0 if alive else 1
 
 
 async def main() -> None:
@@ -357,9 +350,18 @@ async def serve(client: Client, settings: Settings, backend: ModelBackend, tunin
         print(f"worker: MCP server {line}")
     for line in mcp.warning_lines():
         print(f"worker: warning: {line}")
+    beating = heartbeat.heartbeat_file()
     async with worker:
-        await stop.wait()
-        print("worker: shutting down", file=sys.stderr)
+        # A fatal worker error cancels this task (the SDK's `async with`), so the beat stops with it.
+        beats = asyncio.ensure_future(heartbeat.beat(
+            beating, lambda: not worker.is_shutdown,
+            f"pid {os.getpid()}, identity {tuning.identity}, task queue {settings.task_queue}")) if beating else None
+        try:
+            await stop.wait()
+            print("worker: shutting down", file=sys.stderr)
+        finally:
+            if beats:
+                beats.cancel()  # from the first moment of the shutdown, --check says it is not polling
 
 
 def command_line(argv: list[str] | None = None) -> None:
@@ -369,7 +371,7 @@ def command_line(argv: list[str] | None = None) -> None:
         description="Run the agent workflow and its activities on HITL_TASK_QUEUE until SIGINT/SIGTERM "
                     "(settings: docs/interface.md, 'Environment variables').")
     parser.add_argument("--check", action="store_true",
-                        help="exit 0 when a worker of this host polls the task queue (a container's health check)")
+                        help="exit 0 when the worker beating into HITL_WORKER_HEARTBEAT polls (a container's health check)")
     if parser.parse_args(sys.argv[1:] if argv is None else argv).check:
-        exit_with(lambda: asyncio.run(health_check()))
+        exit_with(health_check)
     exit_with(lambda: asyncio.run(main()))
