@@ -4,9 +4,16 @@
 # Run it again after Ctrl-C to reattach to the same session.
 set -euo pipefail
 cd "$(dirname "$0")"
-case "${1:-}" in
-  -h|--help)
-    cat <<'USAGE'
+usage_error() {  # one line, before anything is installed or started
+  echo "./demo.sh: error: $1 (\`./demo.sh --help\` lists the options)" >&2
+  exit 2
+}
+# Only its own options: anything else would reach starter.py, whose usage is not this command's.
+set -- "$@" --end-of-options
+while [ "$1" != --end-of-options ]; do
+  case "$1" in
+    -h|--help)
+      cat <<'USAGE'
 usage: ./demo.sh [--session ID] [--by NAME]
 
 Starts the embedded Temporal dev server (data in .hitl/temporal.db, Web UI on
@@ -28,8 +35,16 @@ environment:
 
 In the chat: /help lists the commands; at a decision type a, e or r.
 USAGE
-    exit 0
-    ;;
-esac
+      exit 0
+      ;;
+    --session|--by)
+      [ $# -gt 2 ] && [ "$2" != --end-of-options ] || usage_error "$1 needs a value"
+      set -- "$@" "$1" "$2"; shift 2 ;;
+    --session=*|--by=*) set -- "$@" "$1"; shift ;;
+    -*) usage_error "unknown option $1" ;;
+    *) usage_error "unexpected argument '$1'" ;;
+  esac
+done
+shift  # --end-of-options: what is left are the options, checked
 ./scripts/venv.sh
 exec .venv/bin/python starter.py demo "$@"

@@ -20,6 +20,8 @@ from temporalio.client import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from hitl.arguments import OneLineParser
+from hitl.encryption import sealed_answer
 from hitl.exit_cleanly import exit_with
 from hitl.console.render import args_diff, describe_pending, print_json, render_status, render_transcript, say
 from hitl.client.refusals import reason_of
@@ -28,7 +30,7 @@ from hitl.console.startup import model_warning
 from hitl.client.summary import session_summary
 from hitl.client.updates import execute_update_retrying
 from hitl import telemetry
-from hitl.settings import ENCRYPTED, Settings, connect
+from hitl.settings import ENCRYPTED, Settings, connect, unreachable
 from workflows.contract import (
     ANSWER, APPROVE, AUDIT_PAGE, CANCEL, PENDING, REJECT, STATUS, TRANSCRIPT_PAGE, USER_MESSAGE, WORKFLOW,
     WORKFLOW_RESULT, Update,
@@ -36,57 +38,65 @@ from workflows.contract import (
 
 
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog=os.path.basename(sys.argv[0]) or "starter.py", description=__doc__.splitlines()[0])
+    root = OneLineParser(prog=os.path.basename(sys.argv[0]) or "starter.py", description=__doc__.splitlines()[0])
     root.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    commands = root.add_subparsers(dest="command", required=True)
+    commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     start = commands.add_parser("start", help="start a session with a first message")
-    start.add_argument("message")
+    start.add_argument("message", help="the first message, as the person would type it")
     start.add_argument("--session", help="session id (default: a new one)")
-    start.add_argument("--by", help="who is speaking")
+    start.add_argument("--by", help=BY)
     start.add_argument("--tools", help="comma-separated tool names (default: all)")
-    start.add_argument("--model")
-    start.add_argument("--system-prompt")
-    start.add_argument("--max-steps", type=int)
-    start.add_argument("--approval-timeout", type=float, dest="approval_timeout_seconds")
-    start.add_argument("--answer-timeout", type=float, dest="answer_timeout_seconds")
-    start.add_argument("--idle-timeout", type=float, dest="idle_timeout_seconds")
+    start.add_argument("--model", help="the model's name (default: HITL_MODEL, or the worker's)")
+    start.add_argument("--system-prompt", help="the system prompt (default: the product's)")
+    start.add_argument("--max-steps", type=int, help="model calls per turn before the session stops the turn")
+    start.add_argument("--approval-timeout", type=float, dest="approval_timeout_seconds",
+                       help="seconds an approval waits before the call is rejected as timed out")
+    start.add_argument("--answer-timeout", type=float, dest="answer_timeout_seconds",
+                       help="seconds a question waits for its answer")
+    start.add_argument("--idle-timeout", type=float, dest="idle_timeout_seconds",
+                       help="seconds an idle session waits for a message before it closes")
 
     send = commands.add_parser("send", help="send a message (steers a running turn)")
-    send.add_argument("session")
-    send.add_argument("text")
-    send.add_argument("--by")
+    send.add_argument("session", help=SESSION)
+    send.add_argument("text", help="the message (quote it)")
+    send.add_argument("--by", help=BY)
 
     for name, text in (("pending", "what waits for a person"), ("status", "the session's state"),
                        ("transcript", "the conversation"), ("audit", "every request and decision")):
-        commands.add_parser(name, help=text).add_argument("session")
+        commands.add_parser(name, help=text).add_argument("session", help=SESSION)
 
     approve = commands.add_parser("approve", help="approve a pending call, optionally with edited args")
-    approve.add_argument("session")
-    approve.add_argument("--call", dest="call_id")
+    approve.add_argument("session", help=SESSION)
+    approve.add_argument("call", nargs="?", metavar="CALL_ID", help=CALL)
+    approve.add_argument("--call", dest="call_id", metavar="CALL_ID", help=CALL)
     approve.add_argument("--args", type=json_object, help="edited arguments as a JSON object")
-    approve.add_argument("--comment")
-    approve.add_argument("--by")
+    approve.add_argument("--comment", help="why, kept in the audit and shown to the model")
+    approve.add_argument("--by", help=BY)
 
     reject = commands.add_parser("reject", help="reject a pending call with a reason")
-    reject.add_argument("session")
-    reject.add_argument("--call", dest="call_id")
-    reject.add_argument("--reason")
-    reject.add_argument("--by")
+    reject.add_argument("session", help=SESSION)
+    reject.add_argument("call", nargs="?", metavar="CALL_ID", help=CALL)
+    reject.add_argument("--call", dest="call_id", metavar="CALL_ID", help=CALL)
+    reject.add_argument("--reason", help="why not, kept in the audit and shown to the model")
+    reject.add_argument("--by", help=BY)
 
     answer = commands.add_parser("answer", help="answer a pending question (text, or a JSON object for forms)")
-    answer.add_argument("session")
-    answer.add_argument("answer")
-    answer.add_argument("--call", dest="call_id")
-    answer.add_argument("--by")
+    answer.add_argument("session", help=SESSION)
+    answer.add_argument("answer", help="the answer as one argument (quote it), or a JSON object for a form")
+    # The answer is free text, so a call id cannot sit beside it without being guessed at.
+    answer.add_argument("--call", dest="call_id", metavar="CALL_ID", help="the question's call id; " + CALL_LEFT_OUT)
+    answer.add_argument("--by", help=BY)
+    answer.extra_words_hint = ("the answer is one argument (quote it: \"next friday\"); name the question with "
+                               "--call CALL_ID (answer SESSION --call call_3 Shanghai)")
 
     cancel = commands.add_parser("cancel", help="stop the session; pending calls are cancelled")
-    cancel.add_argument("session")
-    cancel.add_argument("--reason")
+    cancel.add_argument("session", help=SESSION)
+    cancel.add_argument("--reason", help="why, kept in the audit")
 
     chat = commands.add_parser("chat", help="an interactive chat that reattaches to its session")
-    chat.add_argument("--session", default="chat")
-    chat.add_argument("--by", default="you")
+    chat.add_argument("--session", default="chat", help="the session to start or reattach to (default: chat)")
+    chat.add_argument("--by", default="you", help="who you are in the session's audit (default: you)")
 
     inbox = commands.add_parser("inbox", help="every call waiting for a person, across sessions, oldest first")
     inbox.add_argument("--for", dest="person", help="only what this person may decide")
@@ -96,13 +106,13 @@ def parser() -> argparse.ArgumentParser:
     inbox.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON rows")
 
     watch = commands.add_parser("watch", help="print a session's events as they happen, until it closes")
-    watch.add_argument("session")
+    watch.add_argument("session", help=SESSION)
     watch.add_argument("--after", type=int, default=0, help="start after this event id (default: all kept)")
     watch.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="one JSON event per line")
 
     demo = commands.add_parser("demo", help="dev server + worker + chat in one process")
-    demo.add_argument("--session", default="demo")
-    demo.add_argument("--by", default="you")
+    demo.add_argument("--session", default="demo", help="the session to start or reattach to (default: demo)")
+    demo.add_argument("--by", default="you", help="who you are in the session's audit (default: you)")
 
     commands.add_parser("tools", help="every tool the worker offers (built-in, user, MCP) and its approval policy")
 
@@ -110,6 +120,20 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="default: HITL_API_HOST or 127.0.0.1")
     serve.add_argument("--port", type=int, help="default: HITL_API_PORT or 8000")
     return root
+
+
+SESSION = "the session's id"
+BY = "who you are, as the session's audit records it (asserted: the CLI proves nothing)"
+CALL_LEFT_OUT = "may be left out when one waits"
+CALL = "the pending call's id (`pending` shows it); " + CALL_LEFT_OUT
+
+
+def chosen_call(args: argparse.Namespace, command: OneLineParser) -> None:
+    """`approve s1 call_2` and `approve s1 --call call_2` are the same; both at once must agree."""
+    positional = getattr(args, "call", None)
+    if positional and args.call_id and positional != args.call_id:
+        command.error(f"two call ids, {positional} and --call {args.call_id}: give one")
+    args.call_id = args.call_id or positional
 
 
 def json_object(text: str) -> dict[str, Any]:
@@ -229,7 +253,7 @@ async def read_query(client: Client, session_id: str, name: str) -> Any:
 
 async def show_inbox(client: Client, args: argparse.Namespace) -> int:
     from hitl.client.inbox import InboxUnavailable, read_inbox
-    from hitl.console.inbox import inbox_json, render_inbox
+    from hitl.console.inbox import inbox_json, render_inbox, unreadable_line
 
     try:
         inbox = await read_inbox(client, task_queue=args.task_queue, person=args.person, show_claimed=args.claimed,
@@ -241,6 +265,8 @@ async def show_inbox(client: Client, args: argparse.Namespace) -> int:
         print_json(inbox_json(inbox))
     else:
         say(render_inbox(inbox, args.person))
+    if inbox.unreadable:
+        say(unreadable_line(inbox), file=sys.stderr)
     return 0
 
 
@@ -301,7 +327,10 @@ async def update(handle: WorkflowHandle[Any, Any], request: Update[Any, Any], bo
 
 
 def main() -> int:
-    args = parser().parse_args()
+    root = parser()
+    args = root.parse_args()
+    if args.command in ("approve", "reject"):
+        chosen_call(args, root.command_parser(args))
     if args.command == "serve":
         from hitl.api.app import serve
         from hitl.console.startup import api_address, port_problem, tokens_warning
@@ -333,7 +362,12 @@ def main() -> int:
     except RuntimeError as error:
         if "Failed client connect" not in str(error):
             raise
-        say(f"error: cannot reach Temporal at {settings.address}: {error}", file=sys.stderr)
+        say(f"error: {unreachable(settings, error)}", file=sys.stderr)
+        return 1
+    except KeyError as error:
+        if not (sealed := sealed_answer(error)):
+            raise
+        say(f"error: {sealed}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

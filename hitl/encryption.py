@@ -28,7 +28,7 @@ from google.protobuf.message import DecodeError
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
-from workflows.limits import UNREADABLE_ENCODING, UNREADABLE_REASON
+from workflows.limits import UNREADABLE_ENCODING, UNREADABLE_REASON, unreadable_reason
 
 ENCODING = b"binary/encrypted"
 KEY_ID_METADATA = "encryption-key-id"
@@ -131,3 +131,25 @@ def codec_from_setting(setting: str | None) -> AesGcmCodec | None:
     if not setting or not setting.strip():
         return None
     return AesGcmCodec(parse_keys(setting))
+
+
+def why_sealed(payload: Payload) -> str | None:
+    """Why this process cannot read `payload` once its codec (if any) has run, or None when it can: sealed
+    while HITL_ENCRYPTION_KEY is not set here, or the codec's reason (a key id it lacks, an altered payload)."""
+    if payload.metadata.get("encoding") == ENCODING:
+        key_id = payload.metadata.get(KEY_ID_METADATA, b"").decode(errors="replace")
+        return f"encrypted with key id {key_id!r}, and HITL_ENCRYPTION_KEY is not set: set it to keys that include {key_id!r}"
+    return unreadable_reason(payload.metadata)
+
+
+def sealed_answer(error: KeyError) -> str | None:
+    """What to say when the SDK could not read an answer (a query's, an Update's) because it is
+    encrypted: the payload converter raises KeyError, naming only the encoding."""
+    text = str(error.args[0] if error.args else "")
+    if text == f"Unknown payload encoding {ENCODING.decode()}":
+        return ("the session's answer is encrypted (the worker sets HITL_ENCRYPTION_KEY) and HITL_ENCRYPTION_KEY "
+                "is not set here: set it to the worker's keys")
+    if text == f"Unknown payload encoding {UNREADABLE_ENCODING.decode()}":
+        return ("the session's answer is encrypted under a key id that is not in HITL_ENCRYPTION_KEY here: add the "
+                "worker's key with its key id")
+    return None

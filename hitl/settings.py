@@ -100,3 +100,17 @@ async def connect(settings: Settings) -> Client:
     connection = settings.connection or {"target_host": settings.address, "namespace": settings.namespace}
     # Tracing, when asked for (hitl/telemetry.py): the interceptor also traces a worker built on this client.
     return await Client.connect(**connection, data_converter=DATA_CONVERTER, interceptors=client_interceptors())
+
+
+# What the SDK's connect error (a Rust transport error, one long line) means, for a person.
+CONNECT_PROBLEMS = (("Connection refused", "nothing listens there"), ("dns error", "no such host"),
+                    ("timed out", "no answer"), ("Timeout", "no answer"), ("tls", "TLS failed"),
+                    ("certificate", "TLS failed"))
+
+
+def unreachable(settings: Settings, error: BaseException) -> str:
+    """One line: which address could not be reached, why in a few words, and what to set."""
+    text = str(error)
+    why = next((meaning for mark, meaning in CONNECT_PROBLEMS if mark in text), text.splitlines()[0][:200])
+    return (f"cannot reach Temporal at TEMPORAL_ADDRESS={settings.address} ({why}): start a server there "
+            "(`temporal server start-dev`), or set TEMPORAL_ADDRESS to the host:port of yours")

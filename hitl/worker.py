@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import importlib
 import os
 import signal
-import socket
 import sys
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -35,11 +33,12 @@ from activities.transcript_index import keep_transcript_index, record_transcript
 from activities.run_tool import ToolActivities
 from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
 from hitl.console.startup import model_warning, quiet_expected_failures
-from hitl import telemetry
+from hitl import heartbeat, telemetry
+from hitl.arguments import OneLineParser
 from hitl.bytecode import compile_once
 from hitl.exit_cleanly import exit_with
 from hitl.sandbox_runner import ContextFreeSandbox, fits_this_sdk, ignores_context
-from hitl.settings import Settings, connect
+from hitl.settings import Settings, connect, unreachable
 from workflows.agent import AgentWorkflow
 from workflows.arity import OneArgument
 from workflows.metrics import SessionMetrics
@@ -106,6 +105,7 @@ class WorkerTuning:
     # off, a busy worker spends about a third less CPU per step (docs/evidence.md), and what the
     # sandbox would catch is left to the tests, which always run with it (docs/production.md).
     sandbox: bool = True
+    connect_patience_seconds: float = 60.0  # how long `python worker.py` waits for its server at start
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> WorkerTuning:
@@ -136,6 +136,7 @@ class WorkerTuning:
             deployment_name=environ.get("HITL_DEPLOYMENT_NAME") or None,
             versioning_behavior=behavior,
             sandbox=SWITCH[sandbox],
+            connect_patience_seconds=number("HITL_CONNECT_PATIENCE_SECONDS", cls.connect_patience_seconds),
         )
 
     def worker_options(self) -> dict[str, Any]:
@@ -245,17 +246,22 @@ def load_tool_modules() -> list[str]:
     return names
 
 
-async def connect_with_patience(settings: Settings, attempts: int = 30) -> Client:
-    """The server may still be starting (docker compose starts both at once)."""
-    for attempt in range(1, attempts + 1):
+async def connect_with_patience(settings: Settings, patience_seconds: float) -> Client:
+    """The server may still be starting (docker compose starts both at once): retried every
+    2 s for `patience_seconds`, said once, then given up (exit 1) with the same line."""
+    deadline = asyncio.get_running_loop().time() + patience_seconds
+    said = False
+    while True:
         try:
             return await connect(settings)
         except RuntimeError as error:
-            if attempt == attempts:
-                raise
-            print(f"worker: cannot reach {settings.address} yet ({error}); retrying", file=sys.stderr)
-            await asyncio.sleep(2)
-    raise AssertionError("unreachable")
+            if asyncio.get_running_loop().time() >= deadline:
+                raise SystemExit(f"worker: gave up after {patience_seconds:g} s: {unreachable(settings, error)}") from None
+            if not said:
+                print(f"worker: {unreachable(settings, error)}; retrying for up to {patience_seconds:g} s "
+                      "(HITL_CONNECT_PATIENCE_SECONDS)", file=sys.stderr, flush=True)
+                said = True
+            await asyncio.sleep(min(2.0, max(0.0, deadline - asyncio.get_running_loop().time())))
 
 
 async def pollers(client: Client, task_queue: str) -> set[str]:
@@ -268,17 +274,11 @@ async def pollers(client: Client, task_queue: str) -> set[str]:
     return {without_workspace(poller.identity) for poller in answer.pollers}
 
 
-async def health_check() -> int:
-    """`python worker.py --check`: 0 when a worker of this host (container) polls its task queue.
-
-    The SDK's default identity is `<pid>@<hostname>`; HITL_WORKER_IDENTITY replaces it.
-    """
-    settings = Settings.from_env()
-    identity = WorkerTuning.from_env().identity
-    polling = await pollers(await connect(settings), settings.task_queue)
-    here = [name for name in polling if name == identity or name.endswith(f"@{socket.gethostname()}")]
-    print(f"worker: polling {settings.task_queue}: {', '.join(here) or 'no worker of this host'}")
-    return 0 if here else 1
+def health_check() -> int:
+    """`python worker.py --check`: 0 when the worker that beats into HITL_WORKER_HEARTBEAT polls (hitl/heartbeat.py)."""
+    alive, line = heartbeat.check(heartbeat.heartbeat_file())
+    print(f"worker: {line}")
+    return 0 if alive else 1
 
 
 async def main() -> None:
@@ -302,7 +302,7 @@ async def main() -> None:
             print(f"worker: {line}")
     except telemetry.TelemetryError as error:
         raise SystemExit(f"worker: {error}") from None
-    client = await until_stopped(connect_with_patience(settings), stop)
+    client = await until_stopped(connect_with_patience(settings, tuning.connect_patience_seconds), stop)
     if client is None:
         print("worker: shutting down", file=sys.stderr)
         return
@@ -352,19 +352,28 @@ async def serve(client: Client, settings: Settings, backend: ModelBackend, tunin
         print(f"worker: MCP server {line}")
     for line in mcp.warning_lines():
         print(f"worker: warning: {line}")
+    beating = heartbeat.heartbeat_file()
     async with worker:
-        await stop.wait()
-        print("worker: shutting down", file=sys.stderr)
+        # A fatal worker error cancels this task (the SDK's `async with`), so the beat stops with it.
+        beats = asyncio.ensure_future(heartbeat.beat(
+            beating, lambda: not worker.is_shutdown,
+            f"pid {os.getpid()}, identity {tuning.identity}, task queue {settings.task_queue}")) if beating else None
+        try:
+            await stop.wait()
+            print("worker: shutting down", file=sys.stderr)
+        finally:
+            if beats:
+                beats.cancel()  # from the first moment of the shutdown, --check says it is not polling
 
 
 def command_line(argv: list[str] | None = None) -> None:
     """`python worker.py` (or the installed `hitl-worker`): poll until SIGINT/SIGTERM."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=os.path.basename(sys.argv[0]) or "worker.py",
         description="Run the agent workflow and its activities on HITL_TASK_QUEUE until SIGINT/SIGTERM "
                     "(settings: docs/interface.md, 'Environment variables').")
     parser.add_argument("--check", action="store_true",
-                        help="exit 0 when a worker of this host polls the task queue (a container's health check)")
+                        help="exit 0 when the worker beating into HITL_WORKER_HEARTBEAT polls (a container's health check)")
     if parser.parse_args(sys.argv[1:] if argv is None else argv).check:
-        exit_with(lambda: asyncio.run(health_check()))
+        exit_with(health_check)
     exit_with(lambda: asyncio.run(main()))

@@ -25,7 +25,9 @@ from hitl.api.access import Policy, SessionFacts, expanded, waits_for_person
 from hitl.api.auth import caller
 from hitl.api.gateway import temporal
 from hitl.api.guard import policy_of
-from hitl.client.inbox import LIMIT, MEMO_KEY, InboxItem, escaped, executions, items_of, visibility_query
+from hitl.client.inbox import (
+    LIMIT, MEMO_KEY, InboxItem, UnreadableMemo, escaped, executions, items_of, visibility_query,
+)
 
 router = APIRouter(tags=["inbox"])
 SESSION_MEMO = "hitl_session"
@@ -77,7 +79,10 @@ async def listed(client: Client, query: str) -> list[tuple[SessionFacts, InboxIt
     rows: list[tuple[SessionFacts, InboxItem]] = []
     async for execution in executions(client, query):
         session_id = execution.execution.workflow_id
-        items = await items_of(client, session_id, execution.memo.fields.get(MEMO_KEY)) or []
+        try:
+            items = await items_of(client, session_id, execution.memo.fields.get(MEMO_KEY))
+        except UnreadableMemo:  # encrypted under a key this API lacks, say: nothing it can show
+            items = []
         about = await memo_of(client, execution.memo.fields.get(SESSION_MEMO))
         session = SessionFacts.from_memo(session_id, execution.execution.run_id, False,
                                          {SESSION_MEMO: about, MEMO_KEY: [item.model_dump() for item in items]})
@@ -91,5 +96,5 @@ async def memo_of(client: Client, payload: Any) -> Any:
     try:
         [value] = await client.data_converter.decode([payload])
         return value
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, KeyError):  # KeyError: encrypted under a key this API lacks
         return None

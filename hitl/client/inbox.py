@@ -34,6 +34,7 @@ from temporalio.api.workflowservice.v1 import CountWorkflowExecutionsRequest, Li
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from hitl.encryption import why_sealed
 from workflows.deciders import waits_for
 
 MEMO_KEY = "hitl_pending"
@@ -106,6 +107,7 @@ class Inbox(BaseModel):
     sessions: int  # listed: all waiting sessions, or the ones that waited longest
     complete: bool  # every waiting item is in `items`; else only the oldest `limit`
     unreadable: list[str] = Field(default_factory=list)  # listed sessions whose memo had no valid items
+    unreadable_because: list[str] = Field(default_factory=list)  # why not, each reason once
     read_at: datetime
 
 
@@ -147,7 +149,7 @@ async def read_inbox(
         while True:
             everything = limit is None or waiting <= max(WHOLE_LIST_UP_TO, limit)
             cutoff = None if everything else await oldest_moment(client, query, target or 0, now)  # type: ignore[arg-type]
-            items, sessions, unreadable = await listed(client, query + (waited_by(cutoff) if cutoff else ""))
+            items, sessions, unreadable, because = await listed(client, query + (waited_by(cutoff) if cutoff else ""))
             if cutoff is not None:  # later pauses of these sessions may have older ones elsewhere
                 items = [item for item in items if item.requested_at <= cutoff]
             if person is not None:
@@ -167,7 +169,7 @@ async def read_inbox(
     items.sort(key=lambda item: (item.requested_at, item.session_id, item.call_id))
     complete = cutoff is None and (limit is None or len(items) <= limit)
     return Inbox(items=items[:limit], waiting_sessions=waiting, sessions=sessions, complete=complete,
-                 unreadable=unreadable, read_at=now)
+                 unreadable=unreadable, unreadable_because=because, read_at=now)
 
 
 async def count(client: Client, query: str) -> int:
@@ -208,29 +210,40 @@ async def executions(client: Client, query: str) -> AsyncIterator[Any]:
             yield execution
 
 
-async def listed(client: Client, query: str) -> tuple[list[InboxItem], int, list[str]]:
-    """One visibility list, decoding each session's memo only: the rest of a row is not needed."""
+async def listed(client: Client, query: str) -> tuple[list[InboxItem], int, list[str], list[str]]:
+    """One visibility list, decoding each session's memo only: the rest of a row is not needed.
+    A memo this client cannot read (encrypted without its key) is counted, with why, not fatal."""
     items: list[InboxItem] = []
     unreadable: list[str] = []
+    because: dict[str, None] = {}
     sessions = 0
     async for execution in executions(client, query):
         sessions += 1
-        found = await items_of(client, execution.execution.workflow_id, execution.memo.fields.get(MEMO_KEY))
-        if found is None:
+        try:
+            items.extend(await items_of(client, execution.execution.workflow_id, execution.memo.fields.get(MEMO_KEY)))
+        except UnreadableMemo as error:
             unreadable.append(execution.execution.workflow_id)
-        items.extend(found or [])
-    return items, sessions, unreadable
+            because[str(error)] = None
+    return items, sessions, unreadable, list(because)
 
 
-async def items_of(client: Client, session_id: str, memo: Any) -> list[InboxItem] | None:
-    """The pending items a session's memo holds (decrypted when the payloads are); None when unreadable."""
+class UnreadableMemo(Exception):
+    """A session's memo holds no pending items this client can read; the message says why."""
+
+
+async def items_of(client: Client, session_id: str, memo: Any) -> list[InboxItem]:
+    """The pending items a session's memo holds (decrypted when the payloads are)."""
     if memo is None:
-        return None
+        raise UnreadableMemo("no pending items in its memo")
+    codec = client.data_converter.payload_codec
+    [opened] = await codec.decode([memo]) if codec else [memo]
+    if reason := why_sealed(opened):
+        raise UnreadableMemo(reason)
     try:
-        [raw] = await client.data_converter.decode([memo])
+        [raw] = client.data_converter.payload_converter.from_payloads([opened])
         return [InboxItem.model_validate({**item, "session_id": session_id}) for item in raw]
-    except (ValidationError, TypeError, ValueError):
-        return None
+    except (ValidationError, TypeError, ValueError, KeyError) as error:
+        raise UnreadableMemo(f"its memo's pending items do not parse ({type(error).__name__})") from None
 
 
 def for_person(items: list[InboxItem], person: str, now: datetime, *, show_claimed: bool = False) -> list[InboxItem]:

@@ -61,6 +61,12 @@ def render_inbox(inbox: Inbox, person: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def unreadable_line(inbox: Inbox) -> str:
+    """One line for the waiting sessions this client could not read, and why (a key it lacks, most often)."""
+    return (f"{plural(len(inbox.unreadable), 'waiting session')} could not be read: "
+            + "; ".join(inbox.unreadable_because))
+
+
 def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 

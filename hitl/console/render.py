@@ -4,7 +4,7 @@ Nothing a model, a tool or another person wrote reaches the terminal raw: a
 tool result with `\\x1b[1A\\x1b[2K` would erase the line above it and print
 "Approved by ana" in its place (OWASP's "Lies-in-the-Loop": the approver's view
 is the target). Every console printer goes through `say` (or `print_json`),
-which shows control characters and bidirectional overrides as escapes.
+which shows control, bidi and other invisible characters as escapes.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from hitl.control_characters import CONTROL, shown
+from hitl.control_characters import shown, shown_in_json
 
 TOOL_OUTPUT_PREFIX = "[output of tool "
 HUMAN_ANSWER_PREFIX = "[answer from a person"  # workflows/conversation.py's HUMAN_ANSWER_MARK
@@ -26,9 +26,8 @@ def say(*parts: Any, sep: str = " ", file: TextIO | None = None, flush: bool = F
 
 
 def json_line(value: Any, indent: int | None = None) -> str:
-    """JSON whose every control and bidi character is a \\u escape (still valid JSON)."""
-    text = json.dumps(value, indent=indent, ensure_ascii=False)
-    return CONTROL.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    """JSON whose every hidden character (hitl/control_characters.py) is a \\u escape (still valid JSON)."""
+    return shown_in_json(json.dumps(value, indent=indent, ensure_ascii=False))
 
 
 def print_json(value: Any) -> None:

@@ -165,3 +165,36 @@ async def test_a_decision_no_worker_takes_is_given_up_with_a_reason(agent: Agent
     waited = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
     assert waited.returncode == 1, (waited.stdout, waited.stderr)
     assert "no answer from the session yet" in waited.stderr and "is a worker running" in waited.stderr
+
+
+async def test_a_call_id_is_taken_where_people_type_it(agent: Agent) -> None:
+    """`approve tour-1 call_99` answered `unrecognized arguments` (issue 26): the call id goes after
+    the session, as `pending` shows it; a wrong one is the session's refusal, not a usage error."""
+    await agent.start("please delete notes.txt", session_id="cli-positional")
+    [item] = await eventually(lambda: pending_of(agent, "cli-positional"), lambda items: len(items) == 1)
+
+    wrong = await starter(agent, "approve", "cli-positional", "call_99")
+    assert wrong.returncode == 2 and "refused: " in wrong.stderr and "call_99" in wrong.stderr, wrong.stderr
+    twice = await starter(agent, "reject", "cli-positional", item["call_id"], "--call", "call_99")
+    assert twice.returncode == 2 and twice.stderr.strip().splitlines() == [
+        f"starter.py reject: error: two call ids, {item['call_id']} and --call call_99: give one "
+        "(`starter.py reject --help` says more)"]
+    approved = await starter(agent, "--json", "approve", "cli-positional", item["call_id"])
+    assert json.loads(approved.stdout)["outcome"] == "approved", approved.stderr
+
+
+async def test_an_answer_is_one_argument_and_its_call_is_named_with_call(agent: Agent) -> None:
+    """A call id before the answer's text is not guessed at: the error says how to name the question."""
+    await agent.start("book me a flight to Beijing", session_id="cli-answer-words")
+    [item] = await eventually(lambda: pending_of(agent, "cli-answer-words"), lambda items: len(items) == 1)
+    guessed = await starter(agent, "answer", "cli-answer-words", item["call_id"], "Shanghai")
+    [line] = guessed.stderr.strip().splitlines()
+    assert guessed.returncode == 2 and "unexpected 'Shanghai'" in line and "--call CALL_ID" in line, line
+    assert await pending_of(agent, "cli-answer-words") == [item], "nothing was sent"
+    answered = await starter(agent, "--json", "answer", "cli-answer-words", "--call", item["call_id"], "Shanghai")
+    assert json.loads(answered.stdout)["outcome"] == "answered", answered.stderr
+
+
+async def pending_of(agent: Agent, session_id: str) -> list[dict[str, Any]]:
+    listed = await starter(agent, "--json", "pending", session_id)
+    return json.loads(listed.stdout) if listed.returncode == 0 else []

@@ -464,7 +464,7 @@ async def guided_path(printed: Printed, client: Client, workspace: Path) -> None
     await waiting(client, "tour-1", "approval")
     out = await printed.run("python starter.py pending tour-1")
     assert "call_1" in out and "asked by" in out and "due in 23 h" in out, out
-    await printed.run("python starter.py approve tour-1")
+    await printed.run("python starter.py approve tour-1 call_1")
     assert (await settled(client.get_workflow_handle("tour-1")))["last_answer"] == "Deleted notes.txt."
     assert not (workspace / "notes.txt").exists()
 
@@ -876,6 +876,19 @@ def test_demo_help_describes_its_options(checkout: Path) -> None:
         assert option in shown.stdout, option
     assert not (checkout / ".hitl").exists(), "--help starts nothing"
 
+
+
+@pytest.mark.parametrize("argv, line", [
+    ("./demo.sh --bogus", "./demo.sh: error: unknown option --bogus (`./demo.sh --help` lists the options)"),
+    ("./demo.sh --session", "./demo.sh: error: --session needs a value (`./demo.sh --help` lists the options)"),
+])
+def test_a_mistyped_demo_option_is_the_demos_own_one_line(checkout: Path, argv: str, line: str) -> None:
+    """demo.sh passed whatever it got to `starter.py demo`, whose usage is not the demo's."""
+    venv_that_refuses_installs(checkout)
+    refused = subprocess.run(["bash", "-c", argv], cwd=checkout, env=demo_env(), stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=60)
+    assert (refused.returncode, refused.stdout, refused.stderr) == (2, "", line + "\n")
+    assert not (checkout / ".hitl").exists(), "a mistyped demo starts nothing"
 
 def pids_in(folder: Path) -> list[int]:
     """The processes running in `folder` (a dev server left behind, say)."""

@@ -19,7 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.workspace_identity import without_workspace
 from bench.load import start_worker
 from bench.sticky import approval_wait, until_polling
-from tests.support.sessions import pending_items, settled
+from tests.support.sessions import eventually, pending_items, settled
 from tests.support.stack import Ran, run_product
 
 
@@ -38,9 +38,9 @@ async def identities(handle: WorkflowHandle, kind: EventType.ValueType) -> list[
     return [without_workspace(e.activity_task_started_event_attributes.identity) for e in history.events if e.event_type == kind]
 
 
-async def health_check(address: str, task_queue: str, identity: str) -> Ran:
+async def health_check(address: str, task_queue: str, heartbeat: Path) -> Ran:
     return await run_product("worker.py", "--check", TEMPORAL_ADDRESS=address, HITL_TASK_QUEUE=task_queue,
-                             HITL_WORKER_IDENTITY=identity)
+                             HITL_WORKER_HEARTBEAT=str(heartbeat))
 
 
 async def test_two_workers_share_sessions_and_one_takes_all_of_them_when_the_other_is_killed(
@@ -54,7 +54,8 @@ async def test_two_workers_share_sessions_and_one_takes_all_of_them_when_the_oth
     names = {name: f"{name}-{task_queue}" for name in ("first", "second")}
     workers = {
         name: start_worker(env.client.service_client.config.target_host, task_queue, workspace,
-                           tmp_path / f"{name}.log", {"HITL_WORKER_IDENTITY": identity})
+                           tmp_path / f"{name}.log", {"HITL_WORKER_IDENTITY": identity,
+                                                      "HITL_WORKER_HEARTBEAT": str(tmp_path / f"{name}.alive")})
         for name, identity in names.items()
     }
     try:
@@ -71,11 +72,13 @@ async def test_two_workers_share_sessions_and_one_takes_all_of_them_when_the_oth
 
         # The container health check: is this worker polling its task queue?
         address = env.client.service_client.config.target_host
-        assert (await health_check(address, task_queue, names["second"])).returncode == 0
-        assert (await health_check(address, f"{task_queue}-unserved", names["second"])).returncode == 1
+        assert (await health_check(address, task_queue, tmp_path / "second.alive")).returncode == 0
 
         workers["first"].send_signal(signal.SIGKILL)
         workers["first"].wait()
+        await eventually(lambda: health_check(address, task_queue, tmp_path / "first.alive"),
+                         lambda ran: ran.returncode == 1, timeout=30)  # its heartbeat goes stale in 10 s
+        assert (await health_check(address, task_queue, tmp_path / "second.alive")).returncode == 0
         for session in sessions:
             await session.signal("approve", {"by": "ana"})
         await asyncio.gather(*(settled(session) for session in sessions))

@@ -28,7 +28,7 @@ async def test_a_worker_that_cannot_reach_its_server_yet_stops_cleanly_on_sigter
     )
     try:
         await eventually(lambda: asyncio.sleep(0, log.read_text(errors="replace")),
-                         lambda out: f"cannot reach {unreachable} yet" in out)
+                         lambda out: f"cannot reach Temporal at TEMPORAL_ADDRESS={unreachable}" in out)
         worker.send_signal(signal.SIGTERM)
         code = await asyncio.to_thread(worker.wait, 60)
     finally:

@@ -26,7 +26,8 @@ LEFT_TO_USER = {
     "TEMPORAL_PROFILE": "profiles are for a TOML file the containers do not have",
     "HITL_CODEC_TOKEN": "the Temporal UI cannot send a static token; the API port listens on 127.0.0.1",
     "HITL_TOOL_MODULES": "your own tools need your own image",
-    "HITL_WORKER_IDENTITY": "the SDK's <pid>@<container> is unique per replica, and the health check relies on it",
+    "HITL_WORKER_IDENTITY": "the SDK's <pid>@<container> is unique per replica",
+    "HITL_CONNECT_PATIENCE_SECONDS": "the default (60 s) outlasts the bundled Temporal's start, and compose restarts a worker that gave up",
     "HITL_API_HOST": "set on the api service only",
     "HITL_API_PORT": "set on the api service only",
     "HITL_UI_PORT": "the demo's own dev server only (./demo.sh); compose runs its own Temporal",
@@ -152,6 +153,7 @@ def test_dependencies_wait_for_health_or_completion_and_long_running_services_re
     probed = {name for name, service in services.items() if "healthcheck" in service}
     assert probed == set(services) - set(ONE_SHOT) - {"temporal-ui"}
     assert services["worker"]["healthcheck"]["test"] == ["CMD", "python", "worker.py", "--check"]
+    assert services["worker"]["environment"]["HITL_WORKER_HEARTBEAT"], "the file --check reads, which the worker writes"
 
 
 # What an installed wheel puts on sys.path: the top level the users asked for and one package.
