@@ -97,7 +97,7 @@ def _read_document(folder: int, name: str, reserved: set[Identity]) -> str | Non
         return source.read(MAX_DOCUMENT_BYTES).decode("utf-8", errors="replace")
 
 
-@tool(needs_approval=True, destructive=True)
+@tool(needs_approval=True, destructive=True, effect="deletes {path}")
 def delete_file(path: str, context: ToolContext) -> str:
     """Delete a file inside the workspace."""
     with Workspace(context.workspace) as workspace:
@@ -135,7 +135,7 @@ def delete_file(path: str, context: ToolContext) -> str:
     return f"Deleted {path}."
 
 
-@tool(needs_approval=True)
+@tool(needs_approval=True, effect="sends the email to {to}")
 def send_email(to: str, subject: str, body: str, context: ToolContext) -> str:
     """Send an email (written as an .eml file to the workspace outbox)."""
     if "@" not in to:
@@ -157,7 +157,7 @@ def draft_email(to: str, subject: str, body: str, context: ToolContext) -> str:
     return f"Draft saved as {DRAFTS}/{name}:\nTo: {to}\nSubject: {subject}\n\n{body}"
 
 
-@tool(needs_approval=True)
+@tool(needs_approval=True, effect="books a flight from {origin} to {destination} on {date}")
 def book_flight(origin: str, destination: str, date: str, context: ToolContext) -> str:
     """Book a flight; returns the booking reference."""
     booking = book_once(context.workspace, context.session_id, context.call_id, origin, destination, date)

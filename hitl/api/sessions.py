@@ -25,6 +25,7 @@ from hitl.api.calls import proof_for
 from hitl.api.gateway import Refused, now, run_query, send_signed, send_update, temporal
 from hitl.api.guard import Grant, allowed, policy_of, refuse_unless, session_read
 from hitl.api.owned_sessions import SessionsPerPerson
+from hitl.client.consequences import with_consequences
 from hitl.client.refusals import reason_of
 from hitl.client.sessions import read_all
 from hitl.client.summary import session_summary
@@ -169,8 +170,10 @@ async def status(session_id: str, request: Request, grant: Grant = Depends(allow
 
 @router.get("/{session_id}/pending")
 async def pending(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> list[dict[str, Any]]:
-    """The `pending` query: what waits for a person, with the rules that govern each item."""
-    return await session_read(request, grant, PENDING.name, lambda: run_query(request, session_id, PENDING))
+    """The `pending` query: what waits for a person, with the rules that govern each item, what
+    approving it does and what its deadline does (hitl/client/consequences.py)."""
+    items = await session_read(request, grant, PENDING.name, lambda: run_query(request, session_id, PENDING))
+    return [with_consequences(item) for item in items]
 
 
 @router.get("/{session_id}/transcript")

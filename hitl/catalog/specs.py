@@ -51,6 +51,9 @@ class ToolSpec:
     # so (an MCP server's "auto_approve"); the audit trail names it.
     approval_rule: str | None = None
     destructive: bool = False
+    # What running it does, in the tool's own words over its arguments ("deletes {path}"): the
+    # approver's card says it before they approve (hitl/client/consequences.py).
+    effect: str | None = None
 
     def parse(self, args: dict[str, Any]) -> BaseModel:
         return self.arguments.model_validate(args)
@@ -179,6 +182,7 @@ def tool(
     needs_approval: ApprovalPolicy = False,
     review: bool = False,
     destructive: bool = False,
+    effect: str | None = None,
     name: str | None = None,
     catalog: ToolCatalog = CATALOG,
 ) -> Any:
@@ -187,7 +191,8 @@ def tool(
     `needs_approval` is a flag or a predicate on the validated arguments, e.g.
     `needs_approval=lambda a: a.amount > 100`; with `review=True` the tool
     runs and a person reviews its result before the model sees it; `destructive=True` says so on
-    the approver's card.
+    the approver's card, and `effect` says there what approving does, over the arguments
+    (`effect="deletes {path}"`: "Approve: deletes notes.txt now").
     """
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -202,6 +207,7 @@ def tool(
                 review=review,
                 context_parameter=context_parameter,
                 destructive=destructive,
+                effect=effect,
             )
         )
         return fn

@@ -42,6 +42,9 @@ SAMPLE_DOCUMENTS = {
     "notes.txt": "Remember to renew the passport before the Beijing trip.\n",
     "travel-policy.md": "# Travel policy\n\nFlights over 1000 EUR need a manager's approval. Book economy for trips under 6 hours.\n",
     "menu.txt": "Friday lunch: dumplings, noodles, green tea.\n",
+    # The README's tours run one after the other in this workspace, each deleting a file a later one
+    # does not name: notes.txt (tour-1), menu.txt (tour-2), agenda.txt (web-1).
+    "agenda.txt": "Last week's agenda: plan the Beijing trip, read the travel policy.\n",
 }
 
 

@@ -83,7 +83,7 @@ async def test_the_http_api_works_as_printed(
 
         started = json.loads(await story.run("curl -s -X POST http://127.0.0.1:8000/sessions"))
         assert started["session_id"] == "web-1" and started["status"]["state"] == "awaiting_human"
-        assert [(i["call_id"], i["args"]) for i in started["pending"]] == [("call_1", {"path": "notes.txt"})]
+        assert [(i["call_id"], i["args"]) for i in started["pending"]] == [("call_1", {"path": "travel-policy.md"})]
 
         inbox_command = story.take("curl -s http://127.0.0.1:8000/inbox")
         rows = await eventually(lambda: shell_json(story, inbox_command),
@@ -96,8 +96,8 @@ async def test_the_http_api_works_as_printed(
         lines = await stream_until(story, story.script("curl -sN http://127.0.0.1:8000/sessions/web-1/events"), "event: answer")
         assert [int(line[4:]) for line in lines if line.startswith("id: ")][:1] == [4]  # after Last-Event-ID: 3
         assert "event: pause_settled" in lines and "event: tool_result" in lines
-        assert not (default_queue_worker / "travel-policy.md").exists()
-        assert (default_queue_worker / "notes.txt").exists()
+        assert not (default_queue_worker / "agenda.txt").exists()
+        assert (default_queue_worker / "travel-policy.md").exists()
     finally:
         server.stop()
         await fresh_session(client, "web-1")

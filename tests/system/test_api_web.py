@@ -133,6 +133,9 @@ async def test_approve_with_an_edited_argument_and_see_the_result_arrive_live(ap
     # The edit shows as a diff against the model's arguments, and runs only once confirmed.
     diff = await until(browser, text_of(f"{card} [data-role=diff]"))
     assert 'path: "notes.txt" → "draft.txt"' in diff, diff
+    # What approving does follows the edit: it no longer promises the model's notes.txt.
+    assert text_of(f"{card} [data-role=approving]")(browser) == \
+        "Approve with edits: runs delete_file with your edited arguments (above) now"
     await until(browser, click(f"{card} button.approve:not(.confirm-edit)"))
     [confirm] = await until(browser, lambda b: [e for e in find(f"{card} button.confirm-edit")(b) if e.is_displayed()])
     await screenshot(browser, "web-inbox.png")  # the pause, its edited argument and the diff, the live events
@@ -212,7 +215,10 @@ async def test_a_form_and_a_choice_are_answered_from_the_page(scripted_api: tupl
     types = [e.text for e in find('.pending-item[data-call="q1"] [data-role=field-type]')(browser)]
     assert types == ["string", "one of", "integer", "date"], types
     [when] = find('.pending-item[data-call="q1"] [data-field="date"]')(browser)
-    assert when.get_attribute("type") == "date"
+    # Typed as the session reads it, and as the field's own hint says (not the locale's mm/dd/yyyy).
+    assert when.get_attribute("placeholder") == "YYYY-MM-DD" and when.get_attribute("type") == "text"
+    await asyncio.to_thread(when.send_keys, "2026-12-24")
+    assert await asyncio.to_thread(browser.execute_script, "return arguments[0].value", when) == "2026-12-24"
     await screenshot(browser, "web-form.png")
     await asyncio.to_thread(origin.send_keys, "Paris")
     [travel_class] = find('.pending-item[data-call="q1"] select[data-field="class"]')(browser)
@@ -227,6 +233,7 @@ async def test_a_form_and_a_choice_are_answered_from_the_page(scripted_api: tupl
         transcript = (await carol.get(f"/sessions/{session}/transcript")).json()
     results = [message["content"] for message in transcript if message["role"] == "tool"]
     assert '"origin": "Paris"' in results[0] and '"class": "business"' in results[0] and '"bags": 2' in results[0]
+    assert '"date": "2026-12-24"' in results[0], results[0]
     assert "aisle" in results[1]
 
 
@@ -274,3 +281,45 @@ async def test_after_ana_signs_out_bob_signing_in_on_the_same_page_sees_nothing_
     assert session not in page and "anniversary" not in page and "asked by ana" not in page
     assert find("#events li")(browser) == [] and find(".pending-item")(browser) == []
     assert await asyncio.to_thread(browser.execute_script, "return state.session") is None
+
+
+async def test_the_card_says_what_approving_does_and_what_happens_at_the_deadline(api: Api, browser: Any) -> None:
+    session = (await api.start("ana", "please delete notes.txt", participants=["bob"], approvers={"delete_file": ["bob"]},
+                               escalate_after_seconds=3600, escalate_to=["carol"], remind_after_seconds=1800))["session_id"]
+    await sign_in(browser, api, "bob")
+    await until(browser, click(f'button.item[data-session="{session}"]'))
+    card = '.pending-item[data-call="call_1"]'
+    await until(browser, find(f"{card} [data-role=approving]"))
+    assert text_of(f"{card} [data-role=approving]")(browser) == "Approve: deletes notes.txt now"
+    # The session's own rule at the deadline (workflows/pauses.py, unsettled_text), with the moment.
+    at_deadline = text_of(f"{card} [data-role=at-deadline]")(browser)
+    assert at_deadline.startswith("by ") and at_deadline.endswith(
+        ": the call is cancelled and the agent is told; the tool does not run"), at_deadline
+    assert "escalation contacts are told and may decide it too" in text_of(f"{card} [data-role=escalation]")(browser)
+    assert "repeated while nobody decides" in text_of(f"{card} [data-role=reminder]")(browser)
+
+
+@pytest.mark.parametrize("width", [420, 1280])
+async def test_event_numbers_past_nine_show_whole_at_any_width(api: Api, browser: Any, width: int) -> None:
+    await asyncio.to_thread(browser.set_window_size, width, 860)
+    started = await api.start("bob", "please delete notes.txt")
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+    async with api.as_("bob") as bob:  # three turns, each paused and rejected: a dozen events and more
+        for name in ("menu.txt", "travel-policy.md"):
+            (await bob.post(f"/sessions/{session}/calls/{call}/reject", json={"reason": "keep it"})).raise_for_status()
+            turn = await bob.post(f"/sessions/{session}/messages", json={"text": f"please delete {name}", "wait": True})
+            call = turn.raise_for_status().json()["pending"][0]["call_id"]
+    await sign_in(browser, api, "bob")
+    await until(browser, click(f'button.item[data-session="{session}"]'))
+    await until(browser, lambda b: len(find("#events li")(b)) >= 12)
+    shown = await asyncio.to_thread(browser.execute_script, """
+        const list = document.getElementById("events"), box = list.getBoundingClientRect();
+        return { scroll: list.scrollWidth, client: list.clientWidth,
+                 numbers: [...list.querySelectorAll("li")].map((li) => {
+                   const number = li.querySelector(".event-id"), at = number ? number.getBoundingClientRect() : null;
+                   return { id: li.dataset.id, text: number ? number.textContent : null,
+                            inside: !!at && at.left >= box.left && at.right <= box.right && at.width > 0 };
+                 }) };""")
+    assert shown["scroll"] <= shown["client"], shown
+    assert any(int(number["id"]) >= 10 for number in shown["numbers"]), shown
+    assert all(number["text"] == number["id"] and number["inside"] for number in shown["numbers"]), shown

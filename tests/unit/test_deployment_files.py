@@ -98,6 +98,17 @@ def test_every_interpolated_variable_is_explained_in_env_example(compose: dict[s
     assert ".env" in (ROOT / ".gitignore").read_text().split()
 
 
+def test_a_copied_env_example_is_refused_until_its_secrets_are_filled_in() -> None:
+    """`cp .env.example .env` then `docker compose up` must stop at the missing secrets, not run
+    PostgreSQL with a password everyone who read the example knows: compose's `${NAME:?...}`
+    refuses a variable that is unset or empty, so the example leaves every required one empty."""
+    text = (ROOT / "docker-compose.yml").read_text()
+    required = set(re.findall(r"\$\{([A-Z0-9_]+):\?", text))
+    example = dict(re.findall(r"^([A-Z0-9_]+)=(.*)$", (ROOT / ".env.example").read_text(), re.MULTILINE))
+    filled_in = {name: example[name] for name in required if example.get(name, "").strip()}
+    assert not filled_in, f".env.example gives required secrets a value that compose would accept: {filled_in}"
+
+
 def test_images_are_pinned_and_the_agent_services_run_the_products_commands(
     services: dict[str, dict[str, Any]]
 ) -> None:

@@ -99,6 +99,11 @@ function relativeDeadline(deadline, now = Date.now()) {
   return `in ${Math.ceil(seconds)} s`;
 }
 
+// A moment as the person's own clock shows it, with the day: a deadline may be days away.
+function clock(moment) {
+  return new Date(moment).toLocaleString([], { weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
+}
+
 function age(seconds) {
   for (const [unit, size] of [["d", 86400], ["h", 3600], ["m", 60]]) {
     if (seconds >= size) return `${Math.floor(seconds / size)}${unit}`;
@@ -211,7 +216,14 @@ function context(item) {
     const due = relativeDeadline(item.deadline);
     rows.push(el("dt", {}, "Deadline"),
       el("dd", { "data-role": "deadline", title: item.deadline, class: due === "overdue" ? "overdue" : null }, due));
+    // What the session does then (the API words it from the workflow's rule), and what comes before it.
+    if (item.at_deadline) row("If nobody decides", "at-deadline", `by ${clock(item.deadline)}: ${item.at_deadline}`);
   }
+  if (item.escalate_at) {
+    row("Escalation", "escalation", `at ${clock(item.escalate_at)}: the session's escalation contacts are told`
+      + (item.approvers ? " and may decide it too" : ""));
+  }
+  if (item.remind_at) row("Reminder", "reminder", `at ${clock(item.remind_at)} (repeated while nobody decides)`);
   const rules = [];
   if (item.approvers) rules.push(`approvers: ${item.approvers.join(", ")}`);
   if (item.required_approvals > 1) rules.push(`${(item.approvals || []).length} of ${item.required_approvals} approvals`);
@@ -243,6 +255,11 @@ function diffView(changes) {
     el("ins", {}, after === undefined ? "(absent)" : shown(after))));
 }
 
+// What the button does, in the tool's own words (the API's `approving`: "deletes notes.txt now").
+function consequence(button, item) {
+  return item.approving ? el("p", { class: "consequence", "data-role": "approving" }, `${button}: ${item.approving}`) : "";
+}
+
 function approvalForm(item) {
   // One input per argument: strings as typed, anything else as JSON.
   const original = item.args || {};
@@ -264,6 +281,7 @@ function approvalForm(item) {
   // An edit is shown as a diff against the model's arguments, and approved only once confirmed.
   const diff = el("div", { class: "diff", "data-role": "diff", hidden: true });
   const approveButton = el("button", { type: "button", class: "approve" }, "Approve");
+  const approving = consequence("Approve", item);
   const confirmRow = el("div", { class: "row confirm", hidden: true },
     el("span", {}, "Run it with your edits (above) instead of the model's arguments?"),
     el("button", { type: "button", class: "approve confirm-edit", onclick: () => send(true) }, "Confirm edited approval"),
@@ -280,6 +298,9 @@ function approvalForm(item) {
       : changes.length ? [el("p", { class: "hint" }, "Your edits, against the model's arguments:"), ...diffView(changes)] : []));
     diff.hidden = !error && changes.length === 0;
     approveButton.textContent = changes.length ? "Approve with edits…" : "Approve";
+    // The tool's words were said of the model's arguments: an edit runs it with others.
+    if (approving) approving.textContent = changes.length
+      ? `Approve with edits: runs ${item.tool} with your edited arguments (above) now` : `Approve: ${item.approving}`;
     if (!changes.length) confirmRow.hidden = true;
     return { edited, error, changes };
   };
@@ -299,6 +320,7 @@ function approvalForm(item) {
     ...inputs.map(({ name, input }) => el("label", {}, el("span", {}, name), input)),
     diff,
     remember,
+    approving,
     el("div", { class: "row" }, approveButton),
     confirmRow,
     rejectRow(item, "Reject"));
@@ -342,9 +364,13 @@ function fieldInput(field) {
   } else if (type === "boolean") {
     input = el("input", { type: "checkbox", "data-field": field.name });
   } else {
-    const html = { number: "number", integer: "number", date: "date" }[type] || "text";
+    // A date is typed as the session reads it, YYYY-MM-DD: Chromium's date input shows the locale's
+    // mm/dd/yyyy beside a hint that says otherwise.
+    const html = { number: "number", integer: "number" }[type] || "text";
+    const isDate = type === "date";
     input = el("input", { type: html, "data-field": field.name, step: type === "number" ? "any" : null,
-      required: field.required !== false, placeholder: field.description || type });
+      required: field.required !== false, placeholder: isDate ? "YYYY-MM-DD" : field.description || type,
+      pattern: isDate ? "\\d{4}-\\d{2}-\\d{2}" : null, inputmode: isDate ? "numeric" : null });
   }
   const read = () => {
     if (type === "boolean") return input.checked;
@@ -368,6 +394,7 @@ function reviewForm(item) {
   return el("div", { class: "form" },
     el("p", { class: "hint" }, "The tool ran; review its result before the model sees it (edit it to replace it)."),
     result,
+    consequence("Pass result", item),
     el("div", { class: "row" }, el("button", { type: "button", class: "approve", onclick: pass }, "Pass result")),
     rejectRow(item, "Withhold"));
 }
@@ -456,7 +483,10 @@ function onEvent(message, sessionId) {
   if (sessionId !== state.session) return;
   const event = JSON.parse(message.data);
   if (event.type !== "resync") state.lastEventId = event.id;
+  // Numbered by the event's own id (what Last-Event-ID names), in the row itself: a list marker sits
+  // outside the scrolling box and lost its digits past 9.
   $("events").prepend(el("li", { "data-type": event.type, "data-id": event.id },
+    el("span", { class: "event-id" }, event.id ?? ""), " ",
     el("time", {}, event.at ? new Date(event.at).toLocaleTimeString() : ""), " ",
     el("span", { class: "type" }, event.type), " ", el("span", { class: "text" }, describe(event))));
   if (event.type !== "tool_result") { refreshPending(); refreshInbox(); }
