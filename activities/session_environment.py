@@ -23,6 +23,8 @@ from workflows.requests import FactsRequest, SessionFacts
 from workflows.visibility import SEARCH_ATTRIBUTE_NAMES
 
 CACHE_SECONDS = 30.0
+PASSING_TROUBLE = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.RESOURCE_EXHAUSTED,
+                   RPCStatusCode.ABORTED, RPCStatusCode.INTERNAL, RPCStatusCode.UNKNOWN, RPCStatusCode.CANCELLED)
 log = logging.getLogger(__name__)
 
 
@@ -66,7 +68,11 @@ class SessionEnvironment:
         except RPCError as error:
             if error.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
                 return f"the run it continued from ({continued_from}) is unknown to the server"
-            raise  # the server is unreachable or busy: retried, as any local activity
+            if error.status in PASSING_TROUBLE:
+                raise  # retried, as any local activity
+            # Refused for good (say, an authorizer that lets the worker describe nothing): a clear end,
+            # not a session that retries its start for ever.
+            return f"the server would not say which run it continued from ({error.status.name if error.status else error})"
         if earlier.workflow_type != WORKFLOW or earlier.task_queue != info.task_queue:
             return (f"it was handed over by a {earlier.workflow_type!r} run on task queue {earlier.task_queue!r}, "
                     f"not by a session of this product ({WORKFLOW!r} on {info.task_queue!r})")

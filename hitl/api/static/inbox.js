@@ -459,6 +459,7 @@ async function openStream() {
   if (!ticket.ok || sessionId !== state.session) { $("stream-state").textContent = "not live: " + reason(ticket.data); return; }
   let url = ticket.data.url;
   if (state.lastEventId !== null) url += `&last_event_id=${encodeURIComponent(state.lastEventId)}`;
+  closeStream();  // another openStream may have finished while this one waited for its ticket
   const source = new EventSource(url);
   state.source = source;
   source.onopen = () => { $("stream-state").textContent = "(live)"; };
