@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
+import re
 import subprocess
 import sys
 import urllib.error
@@ -18,10 +18,11 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.notify import read_notifications
 from activities.offline_model import OfflineModel
-from activities.webhooks import SignedWebhook, signed_webhooks
+from activities.webhooks import DeliveryFailed, SignedWebhook, signed_webhooks
 from hitl.channels import channels_from_env
 from hitl.worker import build_worker
 from tests.support.sessions import Agent, eventually, pending_items
+from hitl.devserver import free_port
 from tests.support.stack import ROOT, product_env
 from tests.support.webhook_receiver import Delivery, Receiver, new_webhook_secret, webhook_receiver
 
@@ -176,3 +177,40 @@ def test_a_worker_with_unusable_channels_refuses_to_start_with_one_line(tmp_path
     reason = {"secret not set": "not set in the environment: HITL_WEBHOOK_SECRET", "file missing": "cannot read it",
               "not a secret": "not a Standard Webhooks secret"}[problem]
     assert reason in line, line
+
+
+async def test_the_documented_receiver_runs_as_printed_and_takes_each_notification_once(tmp_path: Path) -> None:
+    """Given docs/interface.md's receiver.py, run as printed, when the worker's signer sends it a
+    notification twice under one id and a forger sends one with another secret, then it prints
+    the notification once and refuses the forgery."""
+    example = re.search(r"```python\n(# receiver\.py.*?)```", (ROOT / "docs" / "interface.md").read_text(), re.S)
+    assert example, "docs/interface.md's receiver.py"
+    (tmp_path / "receiver.py").write_text(example.group(1))
+    secret, port = new_webhook_secret(), free_port()
+    url = f"http://127.0.0.1:{port}/hooks/hitl"
+    [hook] = webhooks_to(tmp_path, url, secret)
+    [forger] = webhooks_to(tmp_path, url, new_webhook_secret())
+    body = json.dumps({"session_id": "s1", "event": "requested", "item": {"call_id": "c1", "tool": "delete_file"},
+                       "to": ["ana"], "at": "2026-01-01T00:00:00Z"}).encode()
+    log = tmp_path / "receiver.log"
+    process = subprocess.Popen([sys.executable, "receiver.py"], cwd=tmp_path, stdout=log.open("wb"),
+                               stderr=(tmp_path / "access.log").open("wb"), env=product_env(HITL_WEBHOOK_SECRET=secret, PORT=str(port)))
+    try:
+        await eventually(lambda: asyncio.to_thread(taken, hook, "msg_1", body), bool)
+        hook.deliver("msg_1", body)
+        with pytest.raises(DeliveryFailed, match="answered 401"):
+            forger.deliver("msg_2", body)
+    finally:
+        process.terminate()
+        process.wait()
+    assert log.read_text().splitlines() == ["requested: s1 c1 delete_file"], log.read_text()
+
+
+def taken(hook: SignedWebhook, message: str, body: bytes) -> bool:
+    """Whether the endpoint took the notification (False while nothing listens there yet)."""
+    try:
+        hook.deliver(message, body)
+    except DeliveryFailed as failure:
+        assert "unreachable" in str(failure), failure
+        return False
+    return True
