@@ -3,9 +3,9 @@
 Read once when the worker starts. A file that cannot be used, or a secret it
 names that the environment lacks, stops the worker there with one line, as a
 bad HITL_POLICY does. Secrets are named, never written in the file
-(`"secret_env": "HITL_WEBHOOK_SECRET"`): their values stay in the worker's
-environment, which tool servers never inherit (activities/mcp/connection.py
-starts them with the MCP SDK's short list).
+(`secret_env` names a variable, HITL_WEBHOOK_SECRET say): their values stay
+in the worker's environment, which tool servers never inherit
+(activities/mcp/connection.py starts them with the MCP SDK's short list).
 Only `webhooks` act today; the other parts are checked so a file written for
 them is right before they do.
 """
