@@ -34,22 +34,27 @@ class NotifyActivities:
 
     @activity.defn(name=NOTIFY.name)
     async def notify(self, notification: Notification) -> None:
-        line, info = notification.model_dump_json(), activity.info()
+        line = notification.model_dump_json()
+        if not self.signed_webhooks:
+            await self._send_plain(line)
+            return
+        info = activity.info()
         # A retry for a webhook that failed: the line or unsigned POST an earlier attempt made is
         # not made again (the heartbeat that attempt recorded says so).
         if PLAIN_SENT not in (info.heartbeat_details or ()):
-            if self.webhook_url:
-                await asyncio.to_thread(self._post, line.encode())
-            else:
-                await asyncio.to_thread(self._append, (line + "\n").encode())
-            if self.signed_webhooks:
-                activity.heartbeat(PLAIN_SENT)
-        if self.signed_webhooks:
-            message = message_id(notification, info.workflow_run_id, info.activity_id)
-            failures = await deliver_all(self.signed_webhooks, message, line.encode(), info.attempt)
-            if failures:
-                raise ApplicationError("; ".join(map(str, failures)), type="WebhookFailed",
-                                       non_retryable=all(failure.final for failure in failures))
+            await self._send_plain(line)
+            activity.heartbeat(PLAIN_SENT)
+        message = message_id(notification, info.workflow_run_id, info.activity_id)
+        failures = await deliver_all(self.signed_webhooks, message, line.encode(), info.attempt)
+        if failures:
+            raise ApplicationError("; ".join(map(str, failures)), type="WebhookFailed",
+                                   non_retryable=all(failure.final for failure in failures))
+
+    async def _send_plain(self, line: str) -> None:
+        if self.webhook_url:
+            await asyncio.to_thread(self._post, line.encode())
+        else:
+            await asyncio.to_thread(self._append, (line + "\n").encode())
 
     def _append(self, line: bytes) -> None:
         """One line appended to notifications.jsonl: 0600 (it carries arguments and
