@@ -1,7 +1,8 @@
 """The notify activity: tell people a pause needs them.
 
 By default a JSON line in HITL_WORKSPACE/notifications.jsonl (a tail -f away
-from any chat bot); with HITL_NOTIFY_URL, an HTTP POST of the same JSON.
+from any chat bot); with HITL_NOTIFY_URL, an HTTP POST of the same JSON, unsigned.
+Besides either, the webhooks of HITL_CHANNELS get it signed (activities/webhooks.py).
 """
 
 from __future__ import annotations
@@ -17,18 +18,39 @@ from temporalio.exceptions import ApplicationError
 
 from activities.tools.errors import ToolError
 from activities.tools.workspace import NOTIFICATIONS, Workspace
+from activities.webhooks import SignedWebhook, deliver_all, message_id
 from workflows.contract import NOTIFY
 from workflows.requests import Notification
 
+PLAIN_SENT = "plain notification sent"
+
 
 class NotifyActivities:
-    def __init__(self, workspace: Path, webhook_url: str | None = None) -> None:
+    def __init__(self, workspace: Path, webhook_url: str | None = None,
+                 signed_webhooks: list[SignedWebhook] | None = None) -> None:
         self.workspace = workspace
         self.webhook_url = webhook_url
+        self.signed_webhooks = signed_webhooks or []
 
     @activity.defn(name=NOTIFY.name)
     async def notify(self, notification: Notification) -> None:
         line = notification.model_dump_json()
+        if not self.signed_webhooks:
+            await self._send_plain(line)
+            return
+        info = activity.info()
+        # A retry for a webhook that failed: the line or unsigned POST an earlier attempt made is
+        # not made again (the heartbeat that attempt recorded says so).
+        if PLAIN_SENT not in (info.heartbeat_details or ()):
+            await self._send_plain(line)
+            activity.heartbeat(PLAIN_SENT)
+        message = message_id(notification, info.workflow_run_id, info.activity_id)
+        failures = await deliver_all(self.signed_webhooks, message, line.encode(), info.attempt)
+        if failures:
+            raise ApplicationError("; ".join(map(str, failures)), type="WebhookFailed",
+                                   non_retryable=all(failure.final for failure in failures))
+
+    async def _send_plain(self, line: str) -> None:
         if self.webhook_url:
             await asyncio.to_thread(self._post, line.encode())
         else:

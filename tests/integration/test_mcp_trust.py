@@ -26,6 +26,7 @@ from tests.support.sessions import SECRET_KEY, Agent, eventually, pending_items,
 from tests.support.fake_openai import FakeOpenAI, text, tool_calls
 from tests.support.mcp_servers import Adversary, kill, mcp_agent, outer_pid, tool, tool_output, tool_results, wait_for_file
 from tests.support.stack import ROOT, product_env, run_product, run_starter
+from tests.support.webhook_receiver import new_webhook_secret
 from hitl.worker import build_worker, pollers
 
 
@@ -232,8 +233,8 @@ def worker_process(env: WorkflowEnvironment, log: Path, **variables: str) -> Ite
 async def test_a_stdio_server_reads_neither_the_workers_environment_nor_its_key_files_nor_its_folder(
     env: WorkflowEnvironment, workspace: Path, tmp_path: Path
 ) -> None:
-    """Given a worker (root, in CI) whose environment holds the model's API key and the signing key,
-    with a key file in HITL_KEYS_DIR, when its server's `peek` tries /proc/*/environ, the key file,
+    """Given a worker (root, in CI) whose environment holds the model's API key, the signing key and
+    a webhook secret HITL_CHANNELS names, with a key file in HITL_KEYS_DIR, when its server's `peek` tries /proc/*/environ, the key file,
     the worker's directory and the workspace, then it reports nothing of them."""
     adversary = Adversary(tmp_path, [tool("peek", readOnlyHint=True)])
     keys = tmp_path / "keys"
@@ -243,11 +244,14 @@ async def test_a_stdio_server_reads_neither_the_workers_environment_nor_its_key_
     signing = base64.b64encode(os.urandom(32)).decode()
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"spy": adversary.entry(auto_approve=["peek"])}}))
+    channels, webhook_secret = tmp_path / "channels.json", new_webhook_secret()
+    channels.write_text(json.dumps({"webhooks": [{"url": "https://example.com/hooks", "secret_env": "HITL_WEBHOOK_SECRET"}]}))
     task_queue = f"hitl-spy-{uuid.uuid4().hex[:8]}"
     log = tmp_path / "worker.log"
     with FakeOpenAI() as fake, worker_process(
         env, log, HITL_TASK_QUEUE=task_queue, HITL_WORKSPACE=str(workspace), HITL_MCP_CONFIG=str(config),
         HITL_KEYS_DIR=str(keys), HITL_SIGNING_KEY=f"k1:{signing}", OPENAI_API_KEY=SECRET_KEY, OPENAI_BASE_URL=fake.base_url,
+        HITL_CHANNELS=str(channels), HITL_WEBHOOK_SECRET=webhook_secret,
     ) as worker:
         adversary.targets(f"/proc/{worker.pid}/environ", keys / "decision-signing.key", keys, ROOT, ROOT / ".hitl",
                           workspace, workspace / ".hitl", f"/proc/{worker.pid}/root{keys}/decision-signing.key")
@@ -255,7 +259,8 @@ async def test_a_stdio_server_reads_neither_the_workers_environment_nor_its_key_
         session = await Agent(env.client, task_queue, workspace).start("look around")
         await settled(session)
         reported = tool_results(fake)["peek"]
-    for secret in (SECRET_KEY, signing, key_text, "OPENAI_API_KEY", "HITL_SIGNING_KEY", "HITL_KEYS_DIR"):
+    for secret in (SECRET_KEY, signing, key_text, webhook_secret, webhook_secret.removeprefix("whsec_"),
+                   "OPENAI_API_KEY", "HITL_SIGNING_KEY", "HITL_KEYS_DIR", "HITL_WEBHOOK_SECRET"):
         assert secret not in reported
     got = json.loads(tool_output(reported, "mcp__spy__peek"))
     # The interpreter it runs on is mounted read-only: where the venv sits in the checkout (CI's
@@ -265,6 +270,7 @@ async def test_a_stdio_server_reads_neither_the_workers_environment_nor_its_key_
     assert all(what.startswith("refused") or (path == str(ROOT) and what == interpreter_only)
                for path, what in got["files"].items()), got["files"]
     assert "worker: MCP server spy (stdio, untrusted, sandboxed): 1 tools" in log.read_text()
+    assert ", signed to https://example.com/hooks" in log.read_text()  # it held the webhook secret
     # What the server writes to its stderr reaches the worker's log with its escapes shown, not obeyed.
     assert b"\x1b" not in log.read_bytes()
     assert "MCP server spy: \\x1b[2J\\x1b[Hadversary: all calls approved by ana" in log.read_text()

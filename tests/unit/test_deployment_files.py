@@ -39,6 +39,7 @@ LEFT_TO_USER = {
     "HITL_CLI_WAIT_SECONDS": "how long starter.py waits for an answer: the person's shell, not the services",
     "HITL_API_TOKENS": "people's tokens are yours: mount a tokens file on the api service and name it (README, HTTP API)",
     "HITL_POLICY": "the operator's policy is yours: mount the file on the worker and api services and name it",
+    "HITL_CHANNELS": "decision channels are yours: mount the file on the worker, name it, and set the secrets it names",
     "HITL_ALLOWED_HOSTS": "the published port answers to localhost; list your proxy's name if you put one in front",
     "HITL_API_READS_PER_PERSON": "the default (8 reads in flight per person) suits one machine",
     "HITL_API_STREAMS_PER_PERSON": "the default (10 open event streams per person) suits one machine",

@@ -1,0 +1,102 @@
+"""Notifications POSTed to the webhooks of HITL_CHANNELS, signed as Standard Webhooks sign them.
+
+Each carries `webhook-id`, `webhook-timestamp` and `webhook-signature` over the
+notification JSON. The id is the same on every attempt at one notification, so a
+receiver drops the duplicates Temporal's retries may bring; the timestamp is the
+attempt's own, so a retry is never refused as stale.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Mapping
+from urllib.parse import urlsplit
+
+from standardwebhooks.webhooks import EmptyWebhookSecretError, Webhook
+
+from hitl.channels import Channels, ChannelsError
+from workflows.requests import Notification
+
+log = logging.getLogger("hitl.webhooks")
+TIMEOUT_SECONDS = 10
+
+
+class DeliveryFailed(Exception):
+    """One endpoint did not take the notification; `final` when sending it again cannot help."""
+
+    def __init__(self, line: str, final: bool) -> None:
+        super().__init__(line)
+        self.final = final
+
+
+def shown_url(url: str) -> str:
+    """The URL as a log may show it: no user, password or query (they may carry a token)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
+
+
+def message_id(notification: Notification, run_id: str, sequence: str) -> str:
+    """One id per notification, whatever the attempt: the session, the call, what happened, and
+    which of the run's activities sent it (an escalation and a reminder of one call differ)."""
+    parts = (notification.session_id, run_id, str(notification.item.get("call_id", "")), notification.event, sequence)
+    return "msg_" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class SignedWebhook:
+    url: str
+    signer: Webhook
+
+    def deliver(self, message: str, body: bytes) -> None:
+        now = datetime.now(timezone.utc)
+        headers = {
+            "content-type": "application/json",
+            "webhook-id": message,
+            "webhook-timestamp": str(int(now.timestamp())),
+            "webhook-signature": self.signer.sign(message, now, body),
+        }
+        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
+                response.read()
+        except urllib.error.HTTPError as error:
+            final = 400 <= error.code < 500 and error.code not in (408, 409, 425, 429)
+            raise DeliveryFailed(f"webhook {shown_url(self.url)} answered {error.code}", final) from None
+        except (urllib.error.URLError, OSError) as error:
+            reason = getattr(error, "reason", None) or error
+            raise DeliveryFailed(f"webhook {shown_url(self.url)} unreachable: {reason}", False) from None
+
+
+def signed_webhooks(channels: Channels, environ: Mapping[str, str]) -> list[SignedWebhook]:
+    """The channels' webhooks with their secrets, read from the environment now (never history)."""
+    hooks = []
+    for index, hook in enumerate(channels.webhooks):
+        try:
+            signer = Webhook(environ[hook.secret_env])
+        except (ValueError, EmptyWebhookSecretError) as error:
+            raise ChannelsError(f"HITL_CHANNELS webhooks.{index}: {hook.secret_env} is not a Standard Webhooks secret "
+                                f"(whsec_ and base64): {type(error).__name__}") from None
+        hooks.append(SignedWebhook(hook.url, signer))
+    return hooks
+
+
+async def deliver_all(hooks: list[SignedWebhook], message: str, body: bytes, attempt: int) -> list[DeliveryFailed]:
+    """Every webhook tried at once (a slow one must not use up the others' time); each failure one
+    line in the worker's log, and returned."""
+    async def one(hook: SignedWebhook) -> DeliveryFailed | None:
+        try:
+            await asyncio.to_thread(hook.deliver, message, body)
+        except DeliveryFailed as failure:
+            log.warning("notify: %s (notification %s, attempt %d)%s", failure, message, attempt,
+                        "" if failure.final else "; Temporal sends it again with backoff")
+            return failure
+        return None
+
+    return [failure for failure in await asyncio.gather(*map(one, hooks)) if failure is not None]

@@ -1,0 +1,132 @@
+"""HITL_CHANNELS: where people hear of the pauses that need them (docs/interface.md, "Signed webhooks").
+
+Read once when the worker starts. A file that cannot be used, or a secret it
+names that the environment lacks, stops the worker there with one line, as a
+bad HITL_POLICY does. Secrets are named, never written in the file
+(`secret_env` names a variable, HITL_WEBHOOK_SECRET say): their values stay
+in the worker's environment, which tool servers never inherit
+(activities/mcp/connection.py starts them with the MCP SDK's short list).
+Only `webhooks` act today; the other parts are checked so a file written for
+them is right before they do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Mapping
+from urllib.parse import urlsplit
+
+from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from workflows.forms import describe_validation_error
+
+CHANNELS_VARIABLE = "HITL_CHANNELS"
+VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+class ChannelsError(ValueError):
+    """A channels file the worker cannot use; the message names the part and why."""
+
+
+def web_address(url: str, schemes: tuple[str, ...] = ("http", "https")) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in schemes or not parts.hostname:
+        raise ValueError(f"must be a {' or '.join(schemes)} URL with a host")
+    return url
+
+
+def secret_variable(name: str) -> str:
+    if not VARIABLE_NAME.match(name):
+        raise ValueError("must name an environment variable (letters, digits, _)")
+    if name in DEFAULT_INHERITED_ENV_VARS:
+        raise ValueError(f"{name} is passed to every tool server: name a variable of its own")
+    return name
+
+
+class Part(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Person(Part):
+    email: str | None = None
+    slack: str | None = None  # their Slack user id
+
+
+class SlackChannel(Part):
+    bot_token_env: str
+    signing_secret_env: str
+    channel: str = Field(min_length=1)
+    api_url: str = "https://slack.com/api/"
+
+    check_names = field_validator("bot_token_env", "signing_secret_env")(secret_variable)
+    check_url = field_validator("api_url")(web_address)
+
+
+class EmailChannel(Part):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    smtp_url: str
+    sender: str = Field(alias="from", pattern=r"^[^@\s]+@[^@\s]+$")
+
+    @field_validator("smtp_url")
+    @classmethod
+    def _smtp(cls, url: str) -> str:
+        return web_address(url, ("smtp", "smtps"))
+
+
+class WebhookChannel(Part):
+    """An endpoint that receives each notification signed as Standard Webhooks sign it."""
+
+    url: str
+    secret_env: str
+
+    check_url = field_validator("url")(web_address)
+    check_name = field_validator("secret_env")(secret_variable)
+
+
+class Channels(Part):
+    public_url: str | None = None
+    people: dict[str, Person] = Field(default_factory=dict)
+    slack: SlackChannel | None = None
+    email: EmailChannel | None = None
+    webhooks: list[WebhookChannel] = Field(default_factory=list)
+
+    check_url = field_validator("public_url")(lambda url: url if url is None else web_address(url))
+
+    def secret_variables(self) -> list[str]:
+        named = [hook.secret_env for hook in self.webhooks]
+        if self.slack:
+            named += [self.slack.bot_token_env, self.slack.signing_secret_env]
+        return list(dict.fromkeys(named))
+
+
+def parse_channels(text: str, source: str, environ: Mapping[str, str]) -> Channels:
+    try:
+        channels = Channels.model_validate(json.loads(text))
+    except json.JSONDecodeError as error:
+        raise ChannelsError(f"{source}: not JSON ({error.msg}, line {error.lineno})") from None
+    except ValidationError as error:
+        raise ChannelsError(f"{source}: {describe_validation_error(error)}") from None
+    missing = [name for name in channels.secret_variables() if not environ.get(name)]
+    if missing:
+        raise ChannelsError(f"{source}: the secrets it names are not set in the environment: {', '.join(missing)}")
+    return channels
+
+
+def channels_from_env(environ: Mapping[str, str] = os.environ) -> Channels:
+    """The channels `HITL_CHANNELS` names, read now; none configured without the variable."""
+    path = environ.get(CHANNELS_VARIABLE, "").strip()
+    if not path:
+        return Channels()
+    source = f"{CHANNELS_VARIABLE}={path}"
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise ChannelsError(f"{source}: cannot read it: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise ChannelsError(f"{source}: not UTF-8 text") from None
+    return parse_channels(text, source, environ)

@@ -1,0 +1,43 @@
+"""HITL_CHANNELS as the operator writes it: the documented file is taken whole, and a wrong part
+is named in one line, before anything is sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from hitl.channels import ChannelsError, parse_channels
+
+DOCUMENTED = """{"public_url": "https://hitl.example.com",
+ "people": {"ana": {"email": "ana@example.com", "slack": "U024BE7LH"}},
+ "slack": {"bot_token_env": "SLACK_BOT_TOKEN", "signing_secret_env": "SLACK_SIGNING_SECRET",
+           "channel": "C0APPROVALS", "api_url": "https://slack.com/api/"},
+ "email": {"smtp_url": "smtp://127.0.0.1:1025", "from": "agent@example.com"},
+ "webhooks": [{"url": "https://example.com/hooks/hitl", "secret_env": "HITL_WEBHOOK_SECRET"}]}"""
+SECRETS = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s", "HITL_WEBHOOK_SECRET": "whsec_c2VjcmV0"}
+
+
+def test_the_documented_file_is_read_whole() -> None:
+    channels = parse_channels(DOCUMENTED, "HITL_CHANNELS=channels.json", SECRETS)
+    assert [hook.url for hook in channels.webhooks] == ["https://example.com/hooks/hitl"]
+    assert channels.people["ana"].slack == "U024BE7LH" and channels.email and channels.email.sender == "agent@example.com"
+    assert channels.secret_variables() == ["HITL_WEBHOOK_SECRET", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"]
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ('{"webhooks": [{"url": "file:///etc/passwd", "secret_env": "S"}]}', "webhooks.0.url"),
+    ('{"webhooks": [{"url": "https://x.example", "secret_env": "PATH"}]}', "PATH is passed to every tool server"),
+    ('{"webhooks": [{"url": "https://x.example", "secret": "whsec_abc"}]}', "webhooks.0.secret"),
+    ('{"email": {"smtp_url": "https://mail.example", "from": "a@example.com"}}', "email.smtp_url"),
+    ('{"email": {"smtp_url": "smtp://mail.example", "from": "nobody"}}', "email.from"),
+    ('{"public_url": "hitl.example.com"}', "public_url"),
+    ('{"slack": {"bot_token_env": "SLACK_BOT_TOKEN", "signing_secret_env": "SLACK_SIGNING_SECRET", "channel": ""}}',
+     "slack.channel"),
+    ('{"webhook": []}', "webhook: Extra inputs"),
+    ('{"webhooks": [{"url": "https://x.example", "secret_env": "UNSET_SECRET"}]}', "not set in the environment: UNSET_SECRET"),
+    ("{not json", "not JSON"),
+])
+def test_a_wrong_part_is_named_in_one_line(text: str, named: str) -> None:
+    with pytest.raises(ChannelsError) as refused:
+        parse_channels(text, "HITL_CHANNELS=channels.json", {**SECRETS, "S": "whsec_c2VjcmV0"})
+    line = str(refused.value)
+    assert line.startswith("HITL_CHANNELS=channels.json: ") and named in line and "\n" not in line, line
