@@ -281,6 +281,7 @@ class Printed:
         self.commands = [command for command, _ in self.annotated]
         self.shown = shown_outputs(section(heading))
         self.done = 0
+        self.last_stdout = ""
         self.cwd = cwd
         self.env = shell_env(address)
 
@@ -302,6 +303,7 @@ class Printed:
             capture_output=True, text=True, timeout=90,
         )
         output = completed.stdout + completed.stderr
+        self.last_stdout = completed.stdout  # what a script reads (`--json`): notes on stderr stay apart
         refusal = next((note.split("refused:", 1)[1].strip() for note in notes if note.startswith("refused:")), None)
         if refusal:
             assert completed.returncode == 2 and f"refused: {refusal}" in output, (command, completed.returncode, output)
@@ -387,6 +389,7 @@ async def test_readme_block_works_as_printed(env: WorkflowEnvironment, default_q
         argv[0] = temporal_binary()
         completed = await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, env=environ, timeout=60)
         output = completed.stdout + completed.stderr
+        self.last_stdout = completed.stdout  # what a script reads (`--json`): notes on stderr stay apart
         refusal = next((note.split("refused:", 1)[1].strip() for note in notes if note.startswith("refused:")), None)
         if refusal:
             assert completed.returncode != 0 and refusal in output, (command, output)
@@ -562,7 +565,8 @@ async def test_the_inbox_and_watch_work_as_printed(env: WorkflowEnvironment, def
                          out, re.M), out
         out = await printed.run("python starter.py inbox --for ana")
         assert re.search(r"  watch-1 +call_1 +approval  ", out), out
-        out = await printed.run("python starter.py inbox --for ana --json")
+        await printed.run("python starter.py inbox --for ana --json")
+        out = printed.last_stdout  # other tests' sessions on this server may add an unreadable-row note on stderr
         [row] = [row for row in json.loads(out) if row["session_id"] == "watch-1"]
         assert (row["call_id"], row["kind"], row["tool"], row["args"]) == ("call_1", "approval", "delete_file", {"path": "notes.txt"})
         out = await printed.run("temporal workflow list --query")
