@@ -129,11 +129,12 @@ class McpToolbox:
         room = MAX_OFFERED_BYTES - sum(size for name, size in self.sizes.items() if name not in self.offered[server])
         for tool in tools:
             name = offered_name(server, tool.name)
-            size = json_size([tool.description, tool.inputSchema, tool.annotations and tool.annotations.title])
+            title = tool.annotations.title if tool.annotations else None  # shown and defused like the description
+            size = json_size([tool.description, tool.inputSchema, *([title] if title else [])])
             problem = None if OFFERED_NAME.match(name) else "its name does not fit mcp__<server>__<tool> in 64 letters, digits, _ or -"
             problem = problem or self.taken(server, name) or schema_problem(tool.inputSchema)
             if problem is None and size > MAX_TOOL_BYTES:
-                problem = f"its description, title and schema are {size} bytes; at most {MAX_TOOL_BYTES}"
+                problem = f"its description{', title' if title else ''} and schema are {size} bytes; at most {MAX_TOOL_BYTES}"
             if problem is None and size > room:
                 problem = f"the MCP tools offered already take close to {MAX_OFFERED_BYTES} bytes"
             if problem:
