@@ -79,6 +79,8 @@ MCP_WORKER = "HITL_MCP_CONFIG=mcp.json python worker.py"
 PUBLIC_KEY = "python -m hitl.decision_keys public"
 IN_DEPTH = ("## Human in the loop, in depth", "## Built-in tools")
 NOT_RUN = {
+    """python -c 'import base64,os; print("whsec_" + base64.b64encode(os.urandom(24)).decode())'""":
+        "prints a fresh random webhook secret; tests/integration/test_signed_webhooks.py signs with secrets of that form",
     "./test.sh": "it runs this very suite: a test cannot run the suite it is part of",
     "./test.sh -m unit": "a tier of this very suite (CI runs the whole of it)",
     "./test.sh -k approve -x": "it runs this very suite (a part of it): same reason",
@@ -389,7 +391,6 @@ async def test_readme_block_works_as_printed(env: WorkflowEnvironment, default_q
         argv[0] = temporal_binary()
         completed = await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, env=environ, timeout=60)
         output = completed.stdout + completed.stderr
-        self.last_stdout = completed.stdout  # what a script reads (`--json`): notes on stderr stay apart
         refusal = next((note.split("refused:", 1)[1].strip() for note in notes if note.startswith("refused:")), None)
         if refusal:
             assert completed.returncode != 0 and refusal in output, (command, output)
