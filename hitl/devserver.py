@@ -115,7 +115,25 @@ def start_dev_server(db_file: Path, port: int = 7233, ui_port: int = 8233, log_f
             process.terminate()
             raise TimeoutError(f"the dev server did not listen on {port} within 30 s; see {log.name}")
         time.sleep(0.1)
+    # Listening is not serving: on a busy machine a client that connected at once was refused
+    # with "Frontend is not healthy yet".
+    while not is_serving(port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.terminate()
+            raise DevServerError(f"the Temporal dev server on {port} did not become healthy within 30 s: "
+                                 f"{last_line(Path(log.name))} (the whole log: {log.name})")
+        time.sleep(0.1)
     return process
+
+
+def is_serving(port: int) -> bool:
+    """The frontend's own health check says SERVING (asked with the CLI: this runs before any client)."""
+    try:
+        completed = subprocess.run([temporal_binary(), "operator", "cluster", "health", "--address", f"127.0.0.1:{port}"],
+                                   capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        return False
+    return completed.returncode == 0 and "SERVING" in completed.stdout
 
 
 def stop_dev_server(process: subprocess.Popen[bytes]) -> None:
