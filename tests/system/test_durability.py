@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import uuid
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
@@ -71,7 +72,13 @@ async def test_a_paused_session_survives_a_server_restart_on_its_sqlite_file(tmp
         async with build_worker(second.client, task_queue, OfflineModel(), workspace):
             session = second.client.get_workflow_handle("survivor")
             [after] = await pending_items(session)
-            assert after == before
+            # The pause's times are workflow.now() of the task that took judge_calls' result, which a
+            # replay can place a task earlier (docs/observability.md, the clock's late delivery: 17 ms
+            # once in a suite run); all else is the same, and the times within that task's skew.
+            moments = ("requested_at", "deadline")
+            assert {k: v for k, v in after.items() if k not in moments} == {k: v for k, v in before.items() if k not in moments}
+            for moment in moments:
+                assert abs(datetime.fromisoformat(after[moment]) - datetime.fromisoformat(before[moment])) < timedelta(seconds=10)
             await session.signal("approve", {"by": "ana"})
             status = await settled(session)
         await record_if_asked(second.client, task_queue)
