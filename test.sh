@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 ./scripts/venv.sh test
+./scripts/js-peers.sh
 exec .venv/bin/python -m pytest "$@"
