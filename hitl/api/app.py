@@ -38,6 +38,7 @@ from hitl.api.followed import Followed
 from hitl.api.gateway import Temporal, ticket_secret
 from hitl.api.json_bodies import StrictJsonBodies
 from hitl.api.observed import observe
+from hitl.api.oidc import OpenIDConfigError, OpenIDProvider
 from hitl.api.owned_sessions import SessionsPerPerson
 from hitl.api.reading import limits_from_env
 from hitl.decision_keys import KeyConfigError
@@ -75,10 +76,11 @@ def create_app(
     task_queue: str | None = None,
     tokens: TokenBook | Followed[TokenBook] | None = None,
     policy: Policy | Followed[Policy | None] | None | str = "from HITL_POLICY",
+    openid: OpenIDProvider | None | str = "from HITL_OIDC_ISSUER",
     bind_host: str | None = None,
 ) -> FastAPI:
     """The app; `client`, `task_queue` and `policy` default to the environment's (tests pass their
-    own). A malformed HITL_API_TOKENS or HITL_POLICY file raises here, before anything is served."""
+    own). A malformed HITL_API_TOKENS or HITL_POLICY file (or single sign-on setting) raises here, before anything is served."""
     # FastAPI's own telemetry stays off: it would open a second server span per request, in a
     # trace of its own, and record the query string, where an event stream's ticket travels.
     # The request span and metrics are hitl/api/observed.py's (path and route only).
@@ -86,6 +88,7 @@ def create_app(
                   **NATIVE_TELEMETRY_OFF)
     app.state.codec = payload_codec
     app.state.tokens = tokens if tokens is not None else TokenBook.from_env()
+    app.state.openid = OpenIDProvider.from_env() if isinstance(openid, str) else openid
     app.state.policy = operator_policy() if isinstance(policy, str) else policy
     app.state.temporal = Temporal(client=client, task_queue=task_queue)
     app.state.reads, app.state.streams, app.state.closed_reads = limits_from_env()
@@ -209,7 +212,7 @@ def serve(host: str | None = None, port: int | None = None) -> None:
             print(f"api: {line}")
         app = create_app(bind_host=host)
         signing_key()  # a malformed key stops the server now; a local key file is made now
-    except (TokenFileError, KeyConfigError, PolicyError, StartRefused, telemetry.TelemetryError) as error:
+    except (TokenFileError, OpenIDConfigError, KeyConfigError, PolicyError, StartRefused, telemetry.TelemetryError) as error:
         sys.exit(f"error: {error}")
     uvicorn.run(app, host=host, port=port or int(os.environ.get("HITL_API_PORT", "8000")))
 

@@ -1,0 +1,141 @@
+"""Single sign-on: a person signed in at a real OpenID provider (tests/js/oidc_provider.mjs) decides
+through the API with the provider's JWT access token, as the person its `email` claim names; a
+token the provider did not sign for this API decides nothing, and says why in one line; keys the
+provider rotates are followed without a restart; the token file keeps working beside it."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import pytest
+from joserfc.jwk import RSAKey
+from temporalio.testing import WorkflowEnvironment
+
+from hitl.api.oidc import OpenIDProvider
+from hitl.api.stream_access import SIGN_IN_EXPIRED
+from tests.support.api_server import Api, EventStream, of_type, serving, signing_key  # noqa: F401  (fixtures)
+from tests.support.openid import AUDIENCE, OTHER_AUDIENCE, OpenID, openid, running_provider  # noqa: F401  (fixtures)
+from tests.support.sessions import eventually, running_agent
+
+BOB = "bob@example.com"
+
+
+@pytest.fixture
+async def sso_api(env: WorkflowEnvironment, workspace: Path, signing_key: str, openid: OpenID) -> AsyncIterator[Api]:
+    """The API with its token file and the provider's tokens; no clock leeway, so expiry is prompt,
+    and an unknown key id fetches the keys again at most once a second."""
+    provider = OpenIDProvider(openid.issuer, AUDIENCE, leeway=0, refetch_seconds=1)
+    async for agent in running_agent(env.client, workspace):
+        async with serving(agent, openid=provider) as running:
+            yield running
+
+
+def with_token(api: Api, token: str) -> Any:
+    return api.as_(None, {"Authorization": f"Bearer {token}"})
+
+
+def parts(token: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    return tuple(json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))  # type: ignore[return-value]
+                 for part in token.split(".")[:2])
+
+
+def b64(data: dict[str, Any] | bytes) -> str:
+    raw = data if isinstance(data, bytes) else json.dumps(data).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+async def test_a_person_signed_in_at_the_provider_decides_an_approval_as_their_email(sso_api: Api, openid: OpenID) -> None:
+    started = await sso_api.start("ana", "please delete notes.txt", approvers={"delete_file": [BOB]})
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+    token = await openid.token_for("bob")
+
+    async with with_token(sso_api, token) as bob:
+        assert (await bob.get("/me")).json()["person"] == BOB
+        approved = await bob.post(f"/sessions/{session}/calls/{call}/approve", json={"by": "ana"})
+        assert approved.status_code == 200, approved.text
+        assert approved.json()["outcome"] == "approved"
+    async with sso_api.as_("ana") as ana:  # the token file works beside the provider
+        await eventually(lambda: ana.get(f"/sessions/{session}"), lambda answer: answer.json()["state"] == "idle")
+        audit = (await ana.get(f"/sessions/{session}/audit")).json()
+    assert [event["by"] for event in audit if event["event"] == "approved"] == [BOB]
+    assert not (sso_api.agent.workspace / "notes.txt").exists()
+
+
+async def test_tokens_the_provider_did_not_sign_for_this_api_decide_nothing_and_say_why(sso_api: Api, openid: OpenID) -> None:
+    started = await sso_api.start("ana", "please delete notes.txt", approvers={"delete_file": [BOB]})
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+    real = await openid.token_for("carol")
+    header, claims = parts(real)
+    signing_input, signature = real.rsplit(".", 1)[0], real.rsplit(".", 1)[1]
+    [public] = [key for key in await openid.public_keys() if key["kid"] == header["kid"]]
+    public_pem = RSAKey.import_key(public).as_pem(private=False)
+
+    def hs256(secret: bytes) -> str:
+        body = f"{b64({**header, 'alg': 'HS256'})}.{b64({**claims, 'email': BOB})}"
+        return f"{body}.{b64(hmac.new(secret, body.encode(), hashlib.sha256).digest())}"
+
+    with running_provider(openid.keys) as impostor:  # the same keys, another issuer
+        from_another_issuer = await impostor.token_for("bob")
+    refused = {
+        "signature is not the provider's": f"{b64(header)}.{b64({**claims, 'email': BOB})}.{signature}",
+        "algorithm 'none' is not accepted": f"{b64({**header, 'alg': 'none'})}.{b64({**claims, 'email': BOB})}.",
+        "algorithm 'HS256' is not accepted": hs256(public_pem),
+        "for another audience": await openid.token_for("bob", resource=OTHER_AUDIENCE),
+        "issued by another issuer": from_another_issuer,
+        "a key the provider does not publish": f"{b64({**header, 'kid': 'made-up'})}.{signing_input.split('.')[1]}.{signature}",
+    }
+    for reason, token in refused.items():
+        async with with_token(sso_api, token) as someone:
+            answer = await someone.post(f"/sessions/{session}/calls/{call}/approve", json={})
+        assert answer.status_code == 401, (reason, answer.text)
+        detail = answer.json()["detail"]
+        assert reason in detail and "\n" not in detail, (reason, detail)
+    async with sso_api.as_("ana") as ana:
+        assert [item["call_id"] for item in (await ana.get(f"/sessions/{session}/pending")).json()] == [call]
+    assert (sso_api.agent.workspace / "notes.txt").exists()
+
+
+async def test_a_token_is_refused_once_it_expires(sso_api: Api, openid: OpenID) -> None:
+    token = await openid.token_for("bob", client="short-lived")  # six seconds
+    async with with_token(sso_api, token) as bob:
+        assert (await bob.get("/me")).json()["person"] == BOB
+        expired = await eventually(lambda: bob.get("/me"), lambda answer: answer.status_code != 200)
+    assert expired.status_code == 401
+    assert expired.json()["detail"] == "token refused: it has expired (exp)"
+
+
+async def test_keys_the_provider_rotates_are_followed_without_a_restart(sso_api: Api, openid: OpenID) -> None:
+    before = await openid.token_for("bob")
+    async with with_token(sso_api, before) as bob:
+        assert (await bob.get("/me")).status_code == 200  # the API has fetched the provider's keys now
+    new_kid = await openid.rotate()
+    after = await openid.token_for("bob")
+    assert parts(after)[0]["kid"] == new_kid != parts(before)[0]["kid"]
+    async with with_token(sso_api, after) as bob:
+        # At most one fetch a second for an unknown key: the first try may come too soon after the last.
+        answer = await eventually(lambda: bob.get("/me"), lambda answer: answer.status_code == 200)
+    assert answer.json()["person"] == BOB
+    async with with_token(sso_api, before) as bob:  # the old key is still published: its tokens still hold
+        assert (await bob.get("/me")).status_code == 200
+
+
+async def test_streams_opened_with_a_token_end_when_the_token_expires(sso_api: Api, openid: OpenID) -> None:
+    """By its bearer token, and by a ticket bought with it (as the web page's EventSource opens one)."""
+    started = await sso_api.start("ana", "please delete notes.txt", approvers={"delete_file": [BOB]})
+    session = started["session_id"]
+    token = await openid.token_for("bob", client="short-lived")
+    async with with_token(sso_api, token) as bob, sso_api.as_(None) as page:
+        ticket = (await bob.post(f"/sessions/{session}/events/ticket")).json()
+        async with bob.stream("GET", f"/sessions/{session}/events") as by_token, \
+                page.stream("GET", ticket["url"]) as by_ticket:
+            for response in (by_token, by_ticket):
+                assert response.status_code == 200, await response.aread()
+                seen = await EventStream(response).read_until(lambda seen: bool(of_type(seen, "end")))
+                [end] = of_type(seen, "end")
+                assert end["data"] == {"access_ended": True, "problem": SIGN_IN_EXPIRED}
+    assert (sso_api.agent.workspace / "notes.txt").exists()
