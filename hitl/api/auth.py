@@ -109,15 +109,21 @@ async def identity(request: Request, authorization: str | None = Header(default=
         raise HTTPException(401, "send Authorization: Bearer <token>", headers={"WWW-Authenticate": "Bearer"})
     person = book.person_of(token)
     if person is not None:
-        return Identity(person)
+        return signed_in(request, Identity(person))
     if provider is None or not looks_like_jwt(token):
         raise HTTPException(401, "unknown token", headers={"WWW-Authenticate": "Bearer"})
     try:
-        return await provider.identity(token)
+        return signed_in(request, await provider.identity(token))
     except TokenRefused as refused:
         raise HTTPException(401, str(refused), headers={"WWW-Authenticate": 'Bearer error="invalid_token"'}) from None
     except ProviderUnavailable as error:
         raise HTTPException(503, str(error), headers={"Retry-After": "5"}) from None
+
+
+def signed_in(request: Request, who: Identity) -> Identity:
+    """Note who the request is from: the policy reads for them (hitl/api/guard.py, policy_of)."""
+    request.state.identity = who
+    return who
 
 
 async def caller(who: Identity = Depends(identity)) -> str:
@@ -126,31 +132,34 @@ async def caller(who: Identity = Depends(identity)) -> str:
 
 
 class StreamTickets:
-    """Issue and check stream tickets: `<person b64>.<session b64>.<expiry>.<credential expiry>.<hmac>`."""
+    """Issue and check stream tickets: `<person b64>.<session b64>.<expiry>.<credential expiry>.<groups b64>.<hmac>`."""
 
     def __init__(self, secret: Callable[[], bytes], clock: Callable[[], float] = time.time) -> None:
         self.secret = secret  # read on first use: the signing key may be created then
         self.clock = clock
         self.used: dict[str, int] = {}  # MAC -> expiry: a ticket opens one stream (per API process)
 
-    def issue(self, person: str, session_id: str, until: float | None = None) -> tuple[str, int]:
+    def issue(self, person: str, session_id: str, until: float | None = None, groups: tuple[str, ...] = ()) -> tuple[str, int]:
         """A ticket for `person` on `session_id`; `until`: when the credential it was bought with
-        expires (an OpenID token's exp), so the stream it opens ends then too."""
+        expires (an OpenID token's exp), so the stream it opens ends then too; `groups`: the
+        groups that credential vouched for."""
         expires = int(self.clock()) + TICKET_SECONDS
-        body = ".".join([_b64(person), _b64(session_id), str(expires), "" if until is None else str(int(until))])
+        body = ".".join([_b64(person), _b64(session_id), str(expires), "" if until is None else str(int(until)),
+                         _b64(json.dumps(list(groups)))])
         return f"{body}.{self._mac(body)}", expires
 
-    def redeem(self, ticket: str, session_id: str) -> tuple[str, float | None] | None:
-        """The ticket's person (and its credential's expiry) when it is genuine, unexpired, unused and
+    def redeem(self, ticket: str, session_id: str) -> Identity | None:
+        """The ticket's person (with its credential's groups and expiry) when it is genuine, unexpired, unused and
         made for this session; the ticket is used up by it."""
         body, _, mac = ticket.rpartition(".")
         # Bytes, not str: compare_digest refuses a str with non-ASCII characters (a 500).
         if not body or not hmac.compare_digest(mac.encode(), self._mac(body).encode()):
             return None
-        person_b64, session_b64, expires, until = (body.split(".") + ["", "", "", ""])[:4]
+        person_b64, session_b64, expires, until, groups_b64 = (body.split(".") + [""] * 5)[:5]
         try:
             person, session, at_most = _unb64(person_b64), _unb64(session_b64), int(expires)
             credential_expires = float(until) if until else None
+            groups = tuple(json.loads(_unb64(groups_b64)))
         except ValueError:
             return None
         now = self.clock()
@@ -158,7 +167,7 @@ class StreamTickets:
             return None
         self.used = {spent: expiry for spent, expiry in self.used.items() if expiry >= now}
         self.used[mac] = at_most
-        return person, credential_expires
+        return Identity(person, groups, credential_expires)
 
     def _mac(self, body: str) -> str:
         return hmac.new(self.secret(), body.encode(), hashlib.sha256).hexdigest()

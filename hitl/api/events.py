@@ -31,7 +31,7 @@ from starlette.background import BackgroundTask
 from temporalio.client import Client, WorkflowHandle
 
 from hitl.api.access import SessionFacts, verdict
-from hitl.api.auth import TICKET_SECONDS, bearer_token, identity, tokens_of
+from hitl.api.auth import TICKET_SECONDS, bearer_token, identity, signed_in, tokens_of
 from hitl.api.oidc import Identity
 from hitl.api.gateway import temporal
 from hitl.api.guard import Grant, allowed, facts_of, policy_of, refuse_unless
@@ -135,8 +135,7 @@ async def stream_reader(
         redeemed = request.app.state.tickets.redeem(ticket, session_id)
         if redeemed is None:
             raise HTTPException(401, "the stream ticket is invalid, expired, used already, or for another session")
-        person, until = redeemed
-        return Reader(person, expires_at=until)
+        return Reader(signed_in(request, redeemed).person, expires_at=redeemed.expires_at)
     who = await identity(request, authorization)
     if who.expires_at is not None:  # an OpenID token: it holds until its exp, not while a file keeps it
         return Reader(who.person, expires_at=who.expires_at)
@@ -273,6 +272,6 @@ async def ticket(session_id: str, request: Request, grant: Grant = Depends(allow
                  who: Identity = Depends(identity)) -> dict[str, Any]:
     """A ticket for one `GET .../events?ticket=`, for clients that cannot send headers (EventSource):
     good once, for a minute."""
-    value, expires = request.app.state.tickets.issue(grant.person, session_id, who.expires_at)
+    value, expires = request.app.state.tickets.issue(grant.person, session_id, who.expires_at, who.groups)
     return {"ticket": value, "expires_in": TICKET_SECONDS, "expires_at": expires,
             "url": f"/sessions/{session_id}/events?ticket={value}"}

@@ -16,23 +16,47 @@ import pytest
 from joserfc.jwk import RSAKey
 from temporalio.testing import WorkflowEnvironment
 
+from hitl.api.app import signing_key as key_of_the_api
 from hitl.api.oidc import OpenIDProvider
 from hitl.api.stream_access import SIGN_IN_EXPIRED
 from tests.support.api_server import Api, EventStream, of_type, serving, signing_key  # noqa: F401  (fixtures)
 from tests.support.openid import AUDIENCE, OTHER_AUDIENCE, OpenID, openid, running_provider  # noqa: F401  (fixtures)
 from tests.support.sessions import eventually, running_agent
+from tests.integration.test_cli import temporal
+from workflows.decisions import parse_decision
+from workflows.proofs import sign_decision
 
 BOB = "bob@example.com"
 
 
-@pytest.fixture
-async def sso_api(env: WorkflowEnvironment, workspace: Path, signing_key: str, openid: OpenID) -> AsyncIterator[Api]:
+# The payments team lives in the provider: the policy names the group, not its members.
+POLICY = {"groups_from_identity": True, "groups": {"finance": ["@payments", "dave"]},
+          "tools": {"delete_file": {"approval": "always", "approvers": ["@finance"]}}}
+
+
+async def serving_with_provider(env: WorkflowEnvironment, workspace: Path, openid: OpenID, **options: Any) -> AsyncIterator[Api]:
     """The API with its token file and the provider's tokens; no clock leeway, so expiry is prompt,
     and an unknown key id fetches the keys again at most once a second."""
     provider = OpenIDProvider(openid.issuer, AUDIENCE, leeway=0, refetch_seconds=1)
     async for agent in running_agent(env.client, workspace):
-        async with serving(agent, openid=provider) as running:
+        async with serving(agent, openid=provider, **options) as running:
             yield running
+
+
+@pytest.fixture
+async def sso_api(env: WorkflowEnvironment, workspace: Path, signing_key: str, openid: OpenID) -> AsyncIterator[Api]:
+    async for running in serving_with_provider(env, workspace, openid):
+        yield running
+
+
+@pytest.fixture
+async def groups_api(env: WorkflowEnvironment, workspace: Path, signing_key: str, openid: OpenID, tmp_path: Path,
+                     monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Api]:
+    """The API and the worker under a policy that takes groups from the provider's tokens."""
+    (tmp_path / "policy.json").write_text(json.dumps(POLICY))
+    monkeypatch.setenv("HITL_POLICY", str(tmp_path / "policy.json"))
+    async for running in serving_with_provider(env, workspace, openid, policy="from HITL_POLICY"):
+        yield running
 
 
 def with_token(api: Api, token: str) -> Any:
@@ -139,3 +163,40 @@ async def test_streams_opened_with_a_token_end_when_the_token_expires(sso_api: A
                 [end] = of_type(seen, "end")
                 assert end["data"] == {"access_ended": True, "problem": SIGN_IN_EXPIRED}
     assert (sso_api.agent.workspace / "notes.txt").exists()
+
+
+async def test_the_groups_a_token_vouches_for_decide_what_the_policy_gives_that_group(groups_api: Api, openid: OpenID) -> None:
+    """ana is in "payments" only at the provider; the policy's @finance includes @payments. The API
+    lets her decide, and so does the session, from the groups her decision's proof carries."""
+    started = await groups_api.start("olga", "please delete notes.txt")
+    session, item = started["session_id"], started["pending"][0]
+    assert item["approvers"] == ["@finance", "dave"]  # the group's name stays, for its provider's members
+    bob = await openid.token_for("bob")  # in "staff" only
+    async with with_token(groups_api, bob) as outsider:
+        assert (await outsider.get("/inbox")).json() == []
+        refused = await outsider.post(f"/sessions/{session}/calls/{item['call_id']}/approve", json={})
+        assert refused.status_code == 404, refused.text  # no role in the session at all
+
+    # The session checks on its own: the API's key vouching for bob, without a group, is refused.
+    key_id, key = key_of_the_api()
+    decision = {"call_id": item["call_id"], "by": BOB}
+    run_id = (await groups_api.agent.client.get_workflow_handle(session).describe()).run_id
+    proof = sign_decision(key, key_id, session_id=session, call_id=item["call_id"], action="approve", by=BOB,
+                          args_sha256=item["args_sha256"], run_id=run_id,
+                          decision_sha256=parse_decision("approve", decision).digest())
+    forged = json.dumps({**decision, "proof": proof})
+    update = await temporal(groups_api.agent, "workflow", "update", "execute", "--workflow-id", session,
+                            "--name", "approve_update", "--input", forged)
+    assert update.returncode != 0 and f"{BOB} may not decide delete_file" in update.stderr, update.stderr
+
+    ana = await openid.token_for("ana")  # in "payments" and "staff"
+    async with with_token(groups_api, ana) as member:
+        assert [row["call_id"] for row in (await member.get("/inbox")).json()] == [item["call_id"]]
+        approved = await member.post(f"/sessions/{session}/calls/{item['call_id']}/approve", json={})
+        assert approved.status_code == 200, approved.text
+        assert approved.json()["outcome"] == "approved"
+    async with groups_api.as_("olga") as owner:
+        await eventually(lambda: owner.get(f"/sessions/{session}"), lambda answer: answer.json()["state"] == "idle")
+        audit = (await owner.get(f"/sessions/{session}/audit")).json()
+    assert [event["by"] for event in audit if event["event"] == "approved"] == ["ana@example.com"]
+    assert not (groups_api.agent.workspace / "notes.txt").exists()
