@@ -29,7 +29,7 @@ from temporalio.converter import PayloadCodec
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.service import RPCError
 
-from hitl.api import calls, codec, events, inbox, people, sessions, web
+from hitl.api import calls, codec, events, inbox, people, sessions, web, web_sign_in as sign_in_routes
 from hitl.api.access import Policy
 from hitl.api.auth import StreamTickets, TokenBook, TokenFileError, hide_queries_from_access_log
 from hitl.api.body_limit import BodyLimit
@@ -39,6 +39,7 @@ from hitl.api.gateway import Temporal, ticket_secret
 from hitl.api.json_bodies import StrictJsonBodies
 from hitl.api.observed import observe
 from hitl.api.oidc import OpenIDConfigError, OpenIDProvider
+from hitl.api.web_sign_in import WebSignIn
 from hitl.api.owned_sessions import SessionsPerPerson
 from hitl.api.reading import limits_from_env
 from hitl.decision_keys import KeyConfigError
@@ -77,6 +78,7 @@ def create_app(
     tokens: TokenBook | Followed[TokenBook] | None = None,
     policy: Policy | Followed[Policy | None] | None | str = "from HITL_POLICY",
     openid: OpenIDProvider | None | str = "from HITL_OIDC_ISSUER",
+    web_sign_in: WebSignIn | None | str = "from HITL_OIDC_CLIENT_ID",
     bind_host: str | None = None,
 ) -> FastAPI:
     """The app; `client`, `task_queue` and `policy` default to the environment's (tests pass their
@@ -89,6 +91,7 @@ def create_app(
     app.state.codec = payload_codec
     app.state.tokens = tokens if tokens is not None else TokenBook.from_env()
     app.state.openid = OpenIDProvider.from_env() if isinstance(openid, str) else openid
+    app.state.web_sign_in = WebSignIn.from_env(app.state.openid) if isinstance(web_sign_in, str) else web_sign_in
     app.state.policy = operator_policy() if isinstance(policy, str) else policy
     app.state.temporal = Temporal(client=client, task_queue=task_queue)
     app.state.reads, app.state.streams, app.state.closed_reads = limits_from_env()
@@ -109,7 +112,7 @@ def create_app(
     app.add_middleware(BodyLimit)  # added late: it runs before anything reads a body
     observe(app)  # around it (reading no body), when operators ask for metrics or traces (docs/observability.md)
     app.include_router(codec.router)
-    for resource in (sessions, calls, inbox, events, people, web):
+    for resource in (sessions, calls, inbox, events, people, web, sign_in_routes):
         app.include_router(resource.router)
     hide_queries_from_access_log()
 

@@ -101,6 +101,9 @@ async def identity(request: Request, authorization: str | None = Header(default=
     provider (when one is configured); 401 with the reason otherwise."""
     book = tokens_of(request)
     provider = openid_provider(request)
+    web = getattr(request.app.state, "web_sign_in", None)
+    if authorization is None and web is not None and (signed_in_page := web.identity_of(request)) is not None:
+        return signed_in(request, signed_in_page)  # the web inbox, signed in through the provider
     if not book.people and provider is None:
         raise HTTPException(401, f"no API tokens are configured ({book.source}); see the README, 'HTTP API'",
                             headers={"WWW-Authenticate": "Bearer"})

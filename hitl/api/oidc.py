@@ -105,7 +105,7 @@ class OpenIDProvider:
         self.refetch_seconds = refetch_seconds
         self.clock = clock
         self.keys = SigningKeys()
-        self.jwks_uri: str | None = None
+        self.discovery: dict[str, Any] | None = None
         self.refetched_at = float("-inf")
         self.lock = asyncio.Lock()
 
@@ -188,17 +188,24 @@ class OpenIDProvider:
             raise TokenRefused(f"token refused: it is signed by a key the provider does not publish (kid {kid!r})")
         return found
 
-    async def fetch_keys(self) -> None:
-        async with httpx.AsyncClient(timeout=FETCH_TIMEOUT) as http:
-            if self.jwks_uri is None:
+    async def endpoint(self, name: str) -> str:
+        """An endpoint the discovery document names (`jwks_uri`, `authorization_endpoint`, ...)."""
+        if self.discovery is None:
+            async with httpx.AsyncClient(timeout=FETCH_TIMEOUT) as http:
                 discovery = await fetched_json(http, self.issuer.rstrip("/") + "/.well-known/openid-configuration")
-                if not isinstance(discovery, dict) or discovery.get("issuer") != self.issuer:
-                    raise ProviderUnavailable(f"the discovery document of {self.issuer} names another issuer "
-                                              f"({discovery.get('issuer') if isinstance(discovery, dict) else None!r})")
-                if not isinstance(discovery.get("jwks_uri"), str):
-                    raise ProviderUnavailable(f"the discovery document of {self.issuer} names no jwks_uri")
-                self.jwks_uri = discovery["jwks_uri"]
-            self.keys = SigningKeys.from_jwks(await fetched_json(http, self.jwks_uri), self.clock())
+            if not isinstance(discovery, dict) or discovery.get("issuer") != self.issuer:
+                raise ProviderUnavailable(f"the discovery document of {self.issuer} names another issuer "
+                                          f"({discovery.get('issuer') if isinstance(discovery, dict) else None!r})")
+            self.discovery = discovery
+        url = self.discovery.get(name)
+        if not isinstance(url, str):
+            raise ProviderUnavailable(f"the discovery document of {self.issuer} names no {name}")
+        return url
+
+    async def fetch_keys(self) -> None:
+        jwks_uri = await self.endpoint("jwks_uri")
+        async with httpx.AsyncClient(timeout=FETCH_TIMEOUT) as http:
+            self.keys = SigningKeys.from_jwks(await fetched_json(http, jwks_uri), self.clock())
 
 
 async def fetched_json(http: httpx.AsyncClient, url: str) -> Any:

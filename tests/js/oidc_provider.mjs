@@ -5,7 +5,7 @@
 //
 // Accounts: any login name at the provider's development login form; ana, bob and carol have
 // an email and groups. Clients: "inbox" (public, PKCE) and "short-lived" (tokens for 6 seconds),
-// both redirecting to REDIRECT_URI. POST /test/rotate makes a new signing key the one in use (the
+// both redirecting to REDIRECT_URI, and "web", the web inbox of an API on any loopback port. POST /test/rotate makes a new signing key the one in use (the
 // old one stays published for the tokens it signed). On start it prints one JSON line:
 // {"issuer": ..., "keys": {...the private key set, for a second provider with the same keys...}}.
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
@@ -34,13 +34,24 @@ function claimsOf(accountId) {
 
 function configuration(keys) {
   return {
-    clients: ['inbox', 'short-lived'].map((clientId) => ({
-      client_id: clientId,
-      token_endpoint_auth_method: 'none',
-      redirect_uris: [redirectUri],
-      grant_types: ['authorization_code'],
-      response_types: ['code'],
-    })),
+    clients: [
+      ...['inbox', 'short-lived'].map((clientId) => ({
+        client_id: clientId,
+        token_endpoint_auth_method: 'none',
+        redirect_uris: [redirectUri],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+      })),
+      // The web inbox of an API on any loopback port (a native client's loopback redirect, RFC 8252).
+      {
+        client_id: 'web',
+        application_type: 'native',
+        token_endpoint_auth_method: 'none',
+        redirect_uris: ['http://127.0.0.1/auth/callback'],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+      },
+    ],
     jwks: keys,
     pkce: { required: () => true },
     scopes: ['openid', 'email', 'api'],
