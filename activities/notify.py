@@ -44,6 +44,7 @@ class NotifyActivities:
         if PLAIN_SENT not in (info.heartbeat_details or ()):
             await self._send_plain(line)
             activity.heartbeat(PLAIN_SENT)
+        assert info.workflow_run_id is not None  # sent by a session's workflow, never standalone
         message = message_id(notification, info.workflow_run_id, info.activity_id)
         failures = await deliver_all(self.signed_webhooks, message, line.encode(), info.attempt)
         if failures:

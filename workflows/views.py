@@ -17,6 +17,7 @@ from workflows.events import EventsRequest
 from workflows.limits import MODEL_WINDOW_BYTES, json_size
 from workflows.requests import ConversationRef, ModelRequest
 from workflows.session import DEFAULT_SYSTEM_PROMPT, view
+from workflows.agent_parts import AgentParts
 
 with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
@@ -27,7 +28,7 @@ PAGE_BYTES = 1_500_000  # a query answer stays below Temporal's 2 MB
 
 
 
-class Views:
+class Views(AgentParts):
     """Mixed into AgentWorkflow: its queries, registered under these method names."""
 
     @workflow.query(name=PENDING.name)
@@ -60,8 +61,8 @@ class Views:
     def transcript(self) -> list[dict[str, Any]]:
         """The conversation, whole while it is small; past a megabyte, its newest part
         (`transcript_page` and `python starter.py transcript` read all of it)."""
-        page = self.transcript_page(PageRequest(offset=None, limit=1_000_000))
-        return page["messages"]
+        messages: list[dict[str, Any]] = self.transcript_page(PageRequest(offset=None, limit=1_000_000))["messages"]
+        return messages
 
     @workflow.query(name=TRANSCRIPT_PAGE.name)
     def transcript_page(self, request: PageRequest | None = None) -> dict[str, Any]:
@@ -75,7 +76,8 @@ class Views:
 
     @workflow.query(name=AUDIT.name)
     def audit(self) -> list[dict[str, Any]]:
-        return self.audit_page(PageRequest(offset=None, limit=1_000_000))["events"]
+        events: list[dict[str, Any]] = self.audit_page(PageRequest(offset=None, limit=1_000_000))["events"]
+        return events
 
     @workflow.query(name=AUDIT_PAGE.name)
     def audit_page(self, request: PageRequest | None = None) -> dict[str, Any]:

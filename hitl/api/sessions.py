@@ -121,10 +121,10 @@ async def start_session(request: Request, body: dict[str, Any] = Body(...), pers
     gateway = temporal(request)
     client = await gateway.get()
     summary, details = session_summary(workflow_input, session_id, started_with="the HTTP API", encrypted=ENCRYPTED)
-    start = WithStartWorkflowOperation(
+    start = WithStartWorkflowOperation(  # type: ignore[call-overload]  # plain payloads, not str: see hitl/client/summary.py
         WORKFLOW, workflow_input, id=session_id, task_queue=await gateway.queue(), result_type=WORKFLOW_RESULT,
         id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-        static_summary=summary, static_details=details,  # type: ignore[arg-type]  # plain payloads: see hitl/client/summary.py
+        static_summary=summary, static_details=details,
         memo={SESSION_MEMO: session_memo(workflow_input)},
     )
     owned: SessionsPerPerson = request.app.state.sessions_per_person
