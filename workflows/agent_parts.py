@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # declarations only; the mixins' modules import this one
 
     from hitl.catalog import ToolSpec
     from workflows.activity_calls import HistoryReading
+    from workflows.contract import SessionStatus
     from workflows.handover import RunState
     from workflows.patches import Behaviours
     from workflows.session import AuditEventKind, CancelRequest, SessionInput, SessionState, UserMessage
@@ -112,7 +113,7 @@ class AgentParts:
                    sha: str | None = None, **details: Any) -> None: ...
 
         # The queries (workflows/views.py).
-        def status(self) -> dict[str, Any]: ...
+        def status(self) -> SessionStatus: ...
         def pending(self) -> list[dict[str, Any]]: ...
 
         # Local activities and the history's figures (workflows/activity_calls.py, LocalChecks).

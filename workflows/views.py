@@ -11,7 +11,9 @@ from typing import Any
 
 from temporalio import workflow
 
-from workflows.contract import AUDIT, AUDIT_PAGE, EVENTS, MODEL_CONTEXT, PENDING, STATUS, TRANSCRIPT, TRANSCRIPT_PAGE, PageRequest
+from workflows.contract import (
+    AUDIT, AUDIT_PAGE, EVENTS, MODEL_CONTEXT, PENDING, STATUS, TRANSCRIPT, TRANSCRIPT_PAGE, PageRequest, SessionStatus,
+)
 from workflows.conversation import ChatMessage, Conversation
 from workflows.events import EventsRequest
 from workflows.limits import MODEL_WINDOW_BYTES, json_size
@@ -36,26 +38,26 @@ class Views(AgentParts):
         return [item.view() for item in self.run_state.pauses.open]
 
     @workflow.query(name=STATUS.name)
-    def status(self) -> dict[str, Any]:
-        return {
-            "state": self.state,
-            "turn": self.run_state.turn,
-            "steps": self.run_state.steps,
-            "total_steps": self.run_state.total_steps,
-            "last_answer": self.run_state.last_answer,
-            "error": self.run_state.error,
-            "pending": len(self.run_state.pauses.open),
-            "queued_messages": len(self.run_state.inbox),
-            "ignored_signals": self.run_state.ignored_signals,
-            "remembered": [view(grant) for grant in self.live_grants()],
-            "tools": [spec.name for spec in self.tools_now()],
-            "model": self.config.model,
-            "closed_reason": self.closed_reason,
-            "transcript_messages": self.run_state.first_message_index + len(self.conversation.messages),
-            "owner": self.config.by,
-            "participants": self.config.participants,
-            "verified": self.config.verified_decisions,
-        }
+    def status(self) -> SessionStatus:
+        return SessionStatus(
+            state=self.state,
+            turn=self.run_state.turn,
+            steps=self.run_state.steps,
+            total_steps=self.run_state.total_steps,
+            last_answer=self.run_state.last_answer,
+            error=self.run_state.error,
+            pending=len(self.run_state.pauses.open),
+            queued_messages=len(self.run_state.inbox),
+            ignored_signals=self.run_state.ignored_signals,
+            remembered=[view(grant) for grant in self.live_grants()],
+            tools=[spec.name for spec in self.tools_now()],
+            model=self.config.model,
+            closed_reason=self.closed_reason,
+            transcript_messages=self.run_state.first_message_index + len(self.conversation.messages),
+            owner=self.config.by,
+            participants=self.config.participants,
+            verified=self.config.verified_decisions,
+        )
 
     @workflow.query(name=TRANSCRIPT.name)
     def transcript(self) -> list[dict[str, Any]]:
