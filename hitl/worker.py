@@ -26,7 +26,8 @@ from activities.mcp import McpConfigError, McpToolbox, toolbox_from_env
 from activities.mcp.sandbox import make_undumpable
 from activities.notify import NotifyActivities
 from activities.observed_model import observed
-from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, judge_calls, unknown_tools
+from activities.judging import catalog_verdicts, judge_calls, unknown_tools
+from activities.model import ModelActivities, ModelBackend, backend_from_env
 from activities.session_environment import SessionEnvironment
 from activities.storable_outcomes import StorableOutcomes
 from activities.webhooks import SignedWebhook, shown_url, signed_webhooks
