@@ -34,7 +34,7 @@ from activities.webhooks import SignedWebhook, shown_url, signed_webhooks
 from activities.transcript_index import keep_transcript_index, record_transcript_index
 from activities.run_tool import ToolActivities
 from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
-from hitl.console.startup import model_warning, quiet_expected_failures
+from hitl.startup import model_warning, quiet_expected_failures
 from hitl import heartbeat, telemetry
 from hitl.arguments import OneLineParser
 from hitl.bytecode import compile_once
