@@ -24,10 +24,11 @@ from a2a.utils.errors import InvalidParamsError, PushNotificationNotSupportedErr
 from fastapi import Request
 from pydantic import ValidationError
 
-from hitl.api import sessions
+from hitl.api import calls, sessions
+from hitl.api.a2a.decisions import decision_of
 from hitl.api.a2a.refusals import as_a2a_errors
 from hitl.api.a2a.tasks import data_of, task_of
-from hitl.api.guard import Grant, allowed
+from hitl.api.guard import Grant, allowed, allowed_on_call
 from workflows.forms import describe_validation_error
 
 NO_PUSH = "push notifications are not offered: poll tasks/get, or follow GET /sessions/{id}/events"
@@ -47,7 +48,9 @@ class SessionsAsTasks(RequestHandler):
         if not session_id:
             return await self.start(request, person, "\n".join(texts), data)
         if data:
-            raise InvalidParamsError("decisions on a task are not read yet")
+            if texts or len(data) > 1:
+                raise InvalidParamsError('a decision is one data part {"call_id", "decision", ...} and no text')
+            return await self.decide(request, person, session_id, data[0])
         if not texts:
             raise InvalidParamsError("send text (a message to the session) or a data part (a decision)")
         return await self.tell(request, person, session_id, "\n".join(texts))
@@ -67,6 +70,17 @@ class SessionsAsTasks(RequestHandler):
                 body = sessions.Message(text=text, wait=True, by=None)
                 sent = await sessions.send_message(session_id, body, request, grant)
             return task_of(session_id, sent["status"], sent["pending"])
+
+    async def decide(self, request: Request, person: str, session_id: str, data: Any) -> Task:
+        decision = decision_of(data)
+        async with granted(request, person, session_id, "read"):
+            pass  # an unknown session, or one the caller may not see, is an unknown task
+        with as_a2a_errors():
+            grant = await allowed_on_call(decision.verb)(request, session_id, decision.call_id, person)
+            decided = await calls.decide(request, session_id, decision.call_id, decision.verb, grant,
+                                         decision.fields, via="a2a")
+            settled = await sessions.settle(request, session_id, decided.get("event", 0))
+        return task_of(session_id, settled["status"], settled["pending"])
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         request = context.state["request"]
