@@ -94,7 +94,8 @@ async def test_a_question_is_answered_and_the_next_pause_follows(api: Api) -> No
 
 
 async def test_someone_who_may_not_decide_is_refused_and_nothing_is_decided(api: Api) -> None:
-    async with a2a_as(api, "ana") as ana, a2a_as(api, "carol") as carol, a2a_as(api, None) as nobody:
+    async with a2a_as(api, "ana") as ana, a2a_as(api, "carol") as carol, a2a_as(api, None) as nobody, \
+            a2a_as(api, "bob") as bob:
         task = await ana.start("please delete notes.txt", approvers={"delete_file": ["bob"]})
         call = card_of(task)["call_id"]
         assert card_of(task)["who_may_decide"] == ["bob"]
@@ -111,8 +112,13 @@ async def test_someone_who_may_not_decide_is_refused_and_nothing_is_decided(api:
         with pytest.raises(A2AClientError, match="HTTP Error 401"):
             await nobody.send(new_text_part("hello"), task_id=task.id)
         assert (await ana.get(task.id)).status.state == INPUT_REQUIRED
-    assert (api.agent.workspace / "notes.txt").exists()
-    assert [event["event"] for event in await audit_of(api, task.id)] == ["requested"]
+        assert (api.agent.workspace / "notes.txt").exists()
+        assert [event["event"] for event in await audit_of(api, task.id)] == ["requested"]
+        done = await bob.decide(task, call_id=call, decision="approve")  # the approver, through the same door
+    assert done.status.state == COMPLETED
+    assert not (api.agent.workspace / "notes.txt").exists()
+    decided = [(event["event"], event.get("by"), event.get("via")) for event in await audit_of(api, task.id)]
+    assert decided[1:] == [("approved", "bob", "a2a")]
 
 
 async def test_text_on_the_task_is_the_sessions_next_message_and_cancel_closes_it(api: Api) -> None:
