@@ -15,6 +15,7 @@ with the one line the API would have answered, and its status as the code.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, cast
 
 from ag_ui.core import (
@@ -34,7 +35,7 @@ from hitl.api.events import stream
 from hitl.api.gateway import run_query, temporal
 from hitl.api.guard import facts_of, granted
 from hitl.api.sessions import SESSION_ID, Message, send_message, settle, start_session
-from hitl.api.stream_access import Reader
+from hitl.api.stream_access import NO_LONGER_READABLE, Reader
 from hitl.client.events import SessionEvent, read_events
 from workflows.contract import PENDING, STATUS
 from workflows.forms import describe_validation_error
@@ -173,8 +174,15 @@ async def followed(client: Client, request: Request, run: RunAgentInput, before:
                 break
             next_task = None
             if sent.event == "end":
-                if '"access_ended"' in sent.data:
-                    raise HTTPException(403, "you may no longer read this session (what you sent was applied)")
+                ended = json.loads(sent.data)
+                if ended.get("access_ended") and ended.get("problem") != NO_LONGER_READABLE:
+                    raise HTTPException(401, str(ended.get("problem")))
+                if ended.get("access_ended"):
+                    # An approver reads a session only while a call waits for them: after their
+                    # decision the run ends here, with nothing more of the session shown.
+                    yield RunFinishedEvent(thread_id=session_id, run_id=run.run_id,
+                                           result={"access_ended": True, "problem": NO_LONGER_READABLE})
+                    return
                 break  # the session is over: its ending says how
             event = SessionEvent.model_validate_json(sent.data)
             seen = max(seen, event.id)
@@ -182,11 +190,10 @@ async def followed(client: Client, request: Request, run: RunAgentInput, before:
                 yield agui
         end = await end_task
     finally:
-        for task in (next_task, end_task):
-            if task is not None and not task.done():
-                task.cancel()
-        if next_task is not None:
-            await asyncio.gather(next_task, return_exceptions=True)
+        waiting = [task for task in (next_task, end_task) if task is not None]
+        for task in waiting:
+            task.cancel()
+        await asyncio.gather(*waiting, return_exceptions=True)  # a cancelled Update wait raises its own error
         await source.aclose()
     yield run_finished(run, end)
 

@@ -30,6 +30,7 @@ from workflows.forms import check_answer, describe_validation_error
 BODIES: dict[str, type[BaseModel]] = {"approve": ApproveBody, "reject": RejectBody, "answer": AnswerBody}
 # The audit's record of each decision (workflows/recorder.py, AUDIT_EVENT).
 RECORDED_AS = {"approve": ("approved", "edited"), "reject": ("rejected",), "answer": ("answered",)}
+ARTICLE = {"approval": "an"}
 ABANDONED = "abandoned through AG-UI (resume status cancelled)"
 
 
@@ -99,7 +100,8 @@ def fits(plan: Resolution, item: dict[str, Any]) -> None:
     kind = str(item.get("kind") or "approval")
     allowed = DECISIONS.get(kind, [])
     if plan.verb not in allowed:
-        raise HTTPException(422, f"resume {plan.call_id}: a {kind} is decided with {' or '.join(allowed)}, not {plan.verb}")
+        raise HTTPException(422, f"resume {plan.call_id}: {ARTICLE.get(kind, 'a')} {kind} is decided with "
+                                 f"{' or '.join(allowed)}, not {plan.verb}")
     if plan.verb == "answer":
         try:
             check_answer(plan.fields["answer"], item.get("choices"), item.get("fields"))

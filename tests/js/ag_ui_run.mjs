@@ -5,6 +5,7 @@
 //   {"token", "message": "text"}            a run with a new user message
 //   {"token", "resume": {status, payload}}  a run answering every pending interrupt with it
 //   {"token", "entries": [ResumeEntry...]}  a run with exactly these resume entries
+// and any step may carry "forwardedProps" (the first run's {"session": {...}} starts the session with it).
 // Each event is printed as {"step", "event"}; each run's end as {"step", "finished", "pending"}
 // (the interrupts the client holds) or {"step", "failed"} with the client's error.
 import { HttpAgent } from "@ag-ui/client";
@@ -15,7 +16,7 @@ const print = (line) => process.stdout.write(JSON.stringify(line) + "\n");
 
 for (const [step, todo] of steps.entries()) {
   agent.headers = { Authorization: `Bearer ${todo.token}` };
-  const parameters = {};
+  const parameters = todo.forwardedProps === undefined ? {} : { forwardedProps: todo.forwardedProps };
   if (todo.message !== undefined) {
     agent.addMessage({ id: `user-${step}-${Date.now()}`, role: "user", content: todo.message });
   }
