@@ -42,6 +42,7 @@ from workflows.forms import describe_validation_error
 
 router = APIRouter(tags=["ag-ui"])
 
+UNBUFFERED = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # each event as it comes, through a proxy too
 Ending = dict[str, Any]  # `wait_until_settled`'s answer: status, pending, and the event it settled at
 
 
@@ -63,7 +64,7 @@ async def run_agent(request: Request, body: dict[str, Any] = Body(...), person: 
     give_back = request.app.state.streams.take(person)  # a run is a stream: 429 beyond the person's open streams
     events = run_events(request, run, Reader(person, bearer_token(authorization)), options or {})
     return StreamingResponse((encoder.encode(event) async for event in events), media_type=encoder.get_content_type(),
-                             background=BackgroundTask(give_back))
+                             headers=UNBUFFERED, background=BackgroundTask(give_back))
 
 
 async def run_events(request: Request, run: RunAgentInput, reader: Reader, options: dict[str, Any]) -> AsyncIterator[BaseEvent]:
