@@ -26,7 +26,7 @@ from hitl.exit_cleanly import exit_with
 from hitl.console.render import args_diff, describe_pending, print_json, render_status, render_transcript, say
 from hitl.client.refusals import reason_of
 from hitl.client.sessions import read_all
-from hitl.console.startup import model_warning
+from hitl.startup import model_warning
 from hitl.client.summary import session_summary
 from hitl.client.updates import execute_update_retrying
 from hitl import telemetry
@@ -193,14 +193,14 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "approve":
         if args.args is not None and not args.json:
             await show_edit(handle, args.call_id, args.args)
-        return await update(handle, APPROVE.update, payload(args, "call_id", "args", "comment", "by"), args.json)
+        return await update(handle, APPROVE.update, {**payload(args, "call_id", "args", "comment", "by"), "via": "cli"}, args.json)
     if args.command == "reject":
-        return await update(handle, REJECT.update, payload(args, "call_id", "reason", "by"), args.json)
+        return await update(handle, REJECT.update, {**payload(args, "call_id", "reason", "by"), "via": "cli"}, args.json)
     if args.command == "answer":
         answer = answer_value(args.answer)
         if isinstance(answer, str):  # a form of one field (a date, say) takes its value as typed
             answer = await one_field_answer(handle, args.call_id, answer)
-        body = {**payload(args, "call_id", "by"), "answer": answer}
+        body = {**payload(args, "call_id", "by"), "answer": answer, "via": "cli"}
         return await update(handle, ANSWER.update, body, args.json)
     if args.command == "cancel":
         return await update(handle, CANCEL.update, payload(args, "reason"), args.json)
@@ -335,7 +335,7 @@ def main() -> int:
         chosen_call(args, root.command_parser(args))
     if args.command == "serve":
         from hitl.api.app import serve
-        from hitl.console.startup import api_address, port_problem, tokens_warning
+        from hitl.startup import api_address, port_problem, tokens_warning
 
         host, port = api_address(args.host, args.port)
         if problem := port_problem(host, port):

@@ -18,13 +18,12 @@ AgentWorkflow.__init__.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, TypeVar
 
 if TYPE_CHECKING:  # declarations only; the mixins' modules import this one
     from temporalio.common import RawValue
 
     from hitl.catalog import ToolSpec
-    from workflows.activity_calls import HistoryReading
     from workflows.contract import SessionStatus
     from workflows.handover import RunState
     from workflows.patches import Behaviours
@@ -36,6 +35,16 @@ if TYPE_CHECKING:  # declarations only; the mixins' modules import this one
     from workflows.rules import Grant
 
 T = TypeVar("T")
+
+
+class HistoryFigures(Protocol):
+    """What the parts read of the history's figures (workflows/activity_calls.py's HistoryReading,
+    which imports this module: named here by its shape, so no import goes back)."""
+
+    @property
+    def length(self) -> int: ...  # events
+    @property
+    def size(self) -> int: ...  # bytes
 
 
 class AgentParts:
@@ -66,10 +75,8 @@ class AgentParts:
     verdicts_locally: bool
     verdicts_cached: bool
     authorized: bool
-    # Class defaults in LocalChecks (workflows/activity_calls.py).
+    # A class default in LocalChecks (workflows/activity_calls.py), which alone keeps the history's figures.
     local_activities_in_flight: int
-    history_as_of: HistoryReading | None
-    moved_on_meanwhile: bool
 
     if TYPE_CHECKING:
         # The loop (workflows/agent.py).
@@ -118,6 +125,6 @@ class AgentParts:
 
         # Local activities and the history's figures (workflows/activity_calls.py, LocalChecks).
         async def local_activity(self, name: str, arg: Any, **options: Any) -> Any: ...
-        def history_reading(self) -> HistoryReading: ...
+        def history_reading(self) -> HistoryFigures: ...
         def history_moved_on(self) -> None: ...
         async def activity_outcome(self, call: Awaitable[T]) -> T: ...

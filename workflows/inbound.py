@@ -22,8 +22,9 @@ from workflows.forms import describe_validation_error
 from workflows.handover import IGNORED_SIGNALS_KEPT, newest
 from workflows.identity import ProofRefusal, RunCheck, SpentProof
 from workflows.limits import MAX_QUEUED_BYTES, RECORDED_BYTES, clip, unreadable_reason, utf8_size
-from workflows.decisions import Claim, DecisionBase, Refusal, parse_decision
+from workflows.decisions import CLAIM_SECONDS_AT_MOST, Claim, DecisionBase, Refusal, parse_decision
 from workflows.pauses import ClaimVerdict, Verdict, Vote
+from workflows.recorder import door
 from workflows.rules import args_sha256, grant_from
 from workflows.session import CancelRequest, UserMessage
 from workflows.agent_parts import AgentParts
@@ -32,8 +33,6 @@ with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
     # the workflow sees the tools the worker registered, not a fresh copy.
     from hitl.catalog import CATALOG
-
-CLAIM_SECONDS_AT_MOST = 3600.0  # a claim keeps others out of a decision: for an hour at most
 
 
 def refused(reason: str, code: str) -> ApplicationError:
@@ -138,9 +137,9 @@ class Inbound(AgentParts):
         self.run_state.pauses.apply(verdict)
         if isinstance(verdict, Vote):
             item = next(item for item in self.run_state.pauses.open if item.call_id == verdict.call_id)
-            self.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by,
+            self.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by, via=verdict.via,
                         comment=verdict.comment, rule=verdict.rule)
-            self.run_state.events.add("vote", workflow.now(), call_id=item.call_id, by=verdict.by,
+            self.run_state.events.add("vote", workflow.now(), call_id=item.call_id, by=verdict.by, **door(verdict.via),
                                approvals=list(item.approvals), required_approvals=item.required_approvals)
             self.publish()
             return {"accepted": True, "call_id": verdict.call_id, "outcome": "awaiting_more_approvals",
