@@ -29,6 +29,7 @@ from activities.observed_model import observed
 from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, judge_calls, unknown_tools
 from activities.session_environment import SessionEnvironment
 from activities.storable_outcomes import StorableOutcomes
+from activities.message_channels import MessageChannel
 from activities.webhooks import SignedWebhook, shown_url, signed_webhooks
 from activities.transcript_index import keep_transcript_index, record_transcript_index
 from activities.run_tool import ToolActivities
@@ -200,10 +201,11 @@ def build_worker(
     tools: ToolActivities | None = None,
     tuning: WorkerTuning | None = None,
     webhooks: list[SignedWebhook] | None = None,
+    message_channels: list[MessageChannel] | None = None,
 ) -> Worker:
     workspace.mkdir(parents=True, exist_ok=True)
     compile_once(["workflows"])  # the sandbox runs them afresh per session: compiled once (hitl/bytecode.py)
-    model, notify = ModelActivities(observed(backend), client), NotifyActivities(workspace, notify_url, webhooks)
+    model, notify = ModelActivities(observed(backend), client), NotifyActivities(workspace, notify_url, webhooks, message_channels)
     environment = SessionEnvironment(client)
     tools = tools or ToolActivities(workspace)
     tuning = tuning or DEFAULT_TUNING
