@@ -239,7 +239,7 @@ class Waiting:
                 notification = Notification(
                     session_id=workflow.info().workflow_id, event="settled", to=[], at=settlement.at,
                     item={"call_id": call_id, "tool": settlement.tool, "kind": settlement.kind},
-                    settled=SettledNotice(outcome=settlement.outcome, by=settlement.by, via=getattr(settlement, "via", None)),
+                    settled=SettledNotice(outcome=settlement.outcome, by=settlement.by, via=settlement.via),
                     messages=messages,
                 )
                 await self.activity_outcome(workflow.execute_activity(

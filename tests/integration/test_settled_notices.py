@@ -37,8 +37,8 @@ async def test_an_approval_updates_the_message_that_showed_the_pause(env: Workfl
         session = await agent.start("please delete notes.txt", approvers={"delete_file": ["oncall-1"]})
         [item] = await pending_items(session)
         await eventually(lambda: asyncio.sleep(0, channel.messages), bool)
-        await session.signal("approve", {"call_id": item["call_id"], "by": "oncall-1"})
-        assert await updates(channel, 1) == [["approved by oncall-1"]]
+        await session.signal("approve", {"call_id": item["call_id"], "by": "oncall-1", "via": "cli"})
+        assert await updates(channel, 1) == [["approved by oncall-1 via cli"]]
         await session.signal("cancel", {})
         await session.result()
     assert not (workspace / "notes.txt").exists()

@@ -45,7 +45,7 @@ class RecordingChannel:
             if ref.channel != self.name or ref.ref in progress.updated:
                 continue
             how = notification.settled
-            self.messages[int(ref.ref)].updates.append(f"{how.outcome} by {how.by or 'nobody'}")
+            self.messages[int(ref.ref)].updates.append(f"{how.outcome} by {how.by or 'nobody'}" + (f" via {how.via}" if how.via else ""))
             progress.updated.append(ref.ref)
             saved()
 
