@@ -16,6 +16,7 @@ import json
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Sequence
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -52,21 +53,20 @@ class NotifyActivities:
                 activity.heartbeat(progress.details())
 
         if notification.event == "settled":
-            failures = await each_channel(self.message_channels, lambda channel: channel.settle(notification, progress, saved))
-            fail_if_any(failures)
+            fail_if_any(await each_channel(self.message_channels, lambda channel: channel.settle(notification, progress, saved)))
             return NotifyReceipt()
         line = notification.model_dump_json(exclude={"settled", "messages"})
         if not progress.plain_sent:
             await self._send_plain(line)
             progress.plain_sent = True
             saved()
-        failures: list[ChannelFailed | DeliveryFailed] = []
+        undelivered: list[DeliveryFailed] = []
         if self.signed_webhooks:
             info = activity.info()
-            message = message_id(notification, info.workflow_run_id, info.activity_id)
-            failures += await deliver_all(self.signed_webhooks, message, line.encode(), info.attempt)
-        failures += await each_channel(self.message_channels, lambda channel: channel.show(notification, progress, saved))
-        fail_if_any(failures)
+            message = message_id(notification, info.workflow_run_id or "", info.activity_id)
+            undelivered = await deliver_all(self.signed_webhooks, message, line.encode(), info.attempt)
+        fail_if_any([*undelivered, *await each_channel(self.message_channels,
+                                                       lambda channel: channel.show(notification, progress, saved))])
         return NotifyReceipt(messages=list(progress.shown.values()))
 
     async def _send_plain(self, line: str) -> None:
@@ -97,12 +97,12 @@ class NotifyActivities:
             ) from None
 
 
-def fail_if_any(failures: list[ChannelFailed | DeliveryFailed]) -> None:
+def fail_if_any(failures: Sequence[ChannelFailed | DeliveryFailed]) -> None:
     """One failure for Temporal to retry with backoff (or after the wait a channel asked for);
     final only when sending again cannot help any of them."""
     if not failures:
         return
-    waits = [failure.retry_after for failure in failures if getattr(failure, "retry_after", None)]
+    waits = [failure.retry_after for failure in failures if isinstance(failure, ChannelFailed) and failure.retry_after]
     raise ApplicationError("; ".join(map(str, failures)), type="NotifyFailed",
                            non_retryable=all(failure.final for failure in failures),
                            next_retry_delay=timedelta(seconds=max(waits)) if waits else None)
