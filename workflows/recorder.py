@@ -90,6 +90,7 @@ class Recorder:
             by=settlement.by, via=settlement.via, comment=settlement.comment, rule=settlement.rule,
             reason=settlement.result if settlement.outcome not in ("approved", "edited", "answered") else None,
         )
+        self.notify_settled(settlement)
 
     def record(self, event: str, call_id: str | None = None, tool: str | None = None,
                sha: str | None = None, **details: Any) -> None:
