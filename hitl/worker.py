@@ -27,6 +27,8 @@ from activities.observed_model import observed
 from activities.judging import catalog_verdicts, judge_calls, unknown_tools
 from activities.model import ModelActivities, ModelBackend, backend_from_env
 from activities.session_environment import SessionEnvironment
+from activities.message_channels import MessageChannel
+from activities.slack import slack_messages
 from activities.webhooks import SignedWebhook, shown_url, signed_webhooks
 from activities.transcript_index import keep_transcript_index, record_transcript_index
 from activities.run_tool import ToolActivities
@@ -168,10 +170,11 @@ def build_worker(
     tools: ToolActivities | None = None,
     tuning: WorkerTuning | None = None,
     webhooks: list[SignedWebhook] | None = None,
+    message_channels: list[MessageChannel] | None = None,
 ) -> Worker:
     workspace.mkdir(parents=True, exist_ok=True)
     compile_once(["workflows"])  # the sandbox runs them afresh per session: compiled once (hitl/bytecode.py)
-    model, notify = ModelActivities(observed(backend), client), NotifyActivities(workspace, notify_url, webhooks)
+    model, notify = ModelActivities(observed(backend), client), NotifyActivities(workspace, notify_url, webhooks, message_channels)
     environment = SessionEnvironment(client)
     tools = tools or ToolActivities(workspace)
     tuning = tuning or DEFAULT_TUNING
@@ -242,7 +245,9 @@ async def main() -> None:
     try:
         mcp = toolbox_from_env()  # a malformed HITL_MCP_CONFIG stops the worker here, with the reason
         policy = policy_from_env()  # so does a malformed HITL_POLICY
-        webhooks = signed_webhooks(channels_from_env(), os.environ)  # and HITL_CHANNELS, or a secret it lacks
+        channels = channels_from_env()  # and HITL_CHANNELS, or a secret it lacks
+        webhooks = signed_webhooks(channels, os.environ)
+        message_channels = slack_messages(channels, os.environ)
     except (McpConfigError, PolicyError, ChannelsError) as error:
         raise SystemExit(f"worker: {error}") from None
     print(f"worker: operator policy: {describe_policy(policy)}")
@@ -256,7 +261,7 @@ async def main() -> None:
         print("worker: shutting down", file=sys.stderr)
         return
     async with mcp:
-        await serve(client, settings, backend, tuning, extra, mcp, stop, webhooks)
+        await serve(client, settings, backend, tuning, extra, mcp, stop, webhooks, message_channels)
 
 
 def stopped_by_signals() -> asyncio.Event:
@@ -284,12 +289,13 @@ async def until_stopped(work: Awaitable[T], stop: asyncio.Event) -> T | None:
 
 
 async def serve(client: Client, settings: Settings, backend: ModelBackend, tuning: WorkerTuning,
-                extra: list[str], mcp: McpToolbox, stop: asyncio.Event, webhooks: list[SignedWebhook]) -> None:
+                extra: list[str], mcp: McpToolbox, stop: asyncio.Event, webhooks: list[SignedWebhook],
+                message_channels: list[MessageChannel]) -> None:
     settings.workspace.mkdir(parents=True, exist_ok=True)
     workspace = await refuse_another_workspace(client, settings.task_queue, settings.workspace)
     tuning = replace(tuning, identity=with_workspace(tuning.identity or client.identity, workspace))
     worker = build_worker(client, settings.task_queue, backend, settings.workspace, settings.notify_url, tuning=tuning,
-                          webhooks=webhooks)
+                          webhooks=webhooks, message_channels=message_channels)
     print(f"worker: {settings.address} namespace={settings.namespace} task_queue={settings.task_queue} "
           f"({settings.secured})")
     print(f"worker: identity {tuning.identity}; {tuning.describe()}")
@@ -298,7 +304,8 @@ async def serve(client: Client, settings: Settings, backend: ModelBackend, tunin
         print(f"worker: {warning}", file=sys.stderr)
     print(f"worker: workspace: {settings.workspace.resolve()}" + (f"; extra tools from {extra}" if extra else ""))
     print(f"worker: notifications: {settings.notify_url or settings.workspace / 'notifications.jsonl'}"
-          + "".join(f", signed to {shown_url(hook.url)}" for hook in webhooks))
+          + "".join(f", signed to {shown_url(hook.url)}" for hook in webhooks)
+          + "".join(f", {channel.name} messages" for channel in message_channels))
     for line in mcp.describe():
         print(f"worker: MCP server {line}")
     for line in mcp.warning_lines():

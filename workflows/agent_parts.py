@@ -59,6 +59,7 @@ class AgentParts:
     state: SessionState
     closed_reason: str | None
     notifications_in_flight: int
+    notices_in_flight: dict[str, int]  # call id -> its notifications still being sent (a `settled` notice waits)
     hand_over_blocked: bool  # too much waits for people to hand over now
     handing_over: bool
     settled_event: int  # the event id at which the session last stopped running
@@ -104,6 +105,7 @@ class AgentParts:
         # Pauses and their clocks (workflows/waiting.py).
         def settle_all(self, outcome: Outcome, why: str) -> None: ...
         def live_grants(self) -> list[Grant]: ...
+        def notify_settled(self, settlement: Settlement) -> None: ...
 
         # Continue-as-new (workflows/continuing.py).
         def history_is_long(self) -> bool: ...

@@ -33,6 +33,7 @@ from workflows.requests import (
     JudgementRequest,
     ModelRequest,
     Notification,
+    NotifyReceipt,
     SessionFacts,
     ToolInvocation,
     VerdictRequest,
@@ -242,7 +243,7 @@ QUERIES: tuple[Query[Any, Any], ...] = (
 
 CALL_MODEL: Activity[ConversationRef, ModelReply] = Activity("call_model", ConversationRef, ModelReply)
 RUN_TOOL: Activity[ToolInvocation, str] = Activity("run_tool", ToolInvocation, str)
-NOTIFY: Activity[Notification, None] = Activity("notify", Notification, None)
+NOTIFY: Activity[Notification, NotifyReceipt] = Activity("notify", Notification, NotifyReceipt)
 # Local: what the session's own worker knows and judges, recorded so a replay sees the same.
 SESSION_ENVIRONMENT: Activity[bool, SessionFacts] = Activity("session_environment", bool, SessionFacts, local=True)
 SESSION_FACTS: Activity[FactsRequest, SessionFacts] = Activity("session_facts", FactsRequest, SessionFacts, local=True)

@@ -91,6 +91,7 @@ class Recorder(AgentParts):
             by=settlement.by, via=settlement.via, comment=settlement.comment, rule=settlement.rule,
             reason=settlement.result if settlement.outcome not in ("approved", "edited", "answered") else None,
         )
+        self.notify_settled(settlement)
 
     def record(self, event: AuditEventKind, call_id: str | None = None, tool: str | None = None,
                sha: str | None = None, **details: Any) -> None:
