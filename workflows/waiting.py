@@ -24,6 +24,7 @@ from workflows.planning import PlannedCall
 from workflows.requests import MessageRef, Notification, NotifyReceipt, SettledNotice
 from workflows.rules import Grant, args_sha256
 from workflows.visibility import compact_item
+from workflows.agent_parts import AgentParts
 
 with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
@@ -35,7 +36,7 @@ HISTORY_EVENTS_CRITICAL = 45_000
 HISTORY_BYTES_CRITICAL = 40_000_000
 
 
-class Waiting:
+class Waiting(AgentParts):
     """Mixed into AgentWorkflow: the pauses of a step, from opening to the clock settling them."""
 
     def open_pause_if_needed(self, plan: PlannedCall) -> None:
