@@ -17,6 +17,9 @@ from workflows.limits import MAX_ARGUMENT_BYTES, MAX_TEXT_BYTES, Name, Note, Pro
 from workflows.rules import Remember, args_sha256
 
 DEFAULT_CLAIM_SECONDS = 900.0
+# A claim keeps others out of a decision: for an hour at most (the API's bound, and the session's
+# since authorization); a day is all a claim's payload may say on sessions started before that.
+CLAIM_SECONDS_AT_MOST = 3600.0
 MAX_CLAIM_SECONDS = 86400.0
 
 
@@ -53,6 +56,9 @@ class DecisionBase(BaseModel):
 
     call_id: Name | None = None
     by: Name | None = None
+    # The door it came through (api, slack, email, ag-ui, a2a, terminal...), for the audit; on a
+    # verified session the proof binds it, so a door cannot be claimed under another's signature.
+    via: Name | None = None
     expected_args_sha256: Name | None = None
     proof: Proof | None = None
 
@@ -60,7 +66,9 @@ class DecisionBase(BaseModel):
         """What a proof binds besides the call: everything this decision does (its arguments,
         result, comment, remember, reason, answer, claim time), so no field can be changed or
         added under someone else's signature."""
-        fields = self.model_dump(mode="json", exclude={"proof", "by", "call_id"})
+        # `via` is left out while unset, so a proof signed before doors were named stays valid.
+        unset = {"via"} if self.via is None else set()
+        fields = self.model_dump(mode="json", exclude={"proof", "by", "call_id", *unset})
         return args_sha256({"verb": self.verb, **fields})
 
 

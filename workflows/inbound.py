@@ -22,17 +22,17 @@ from workflows.forms import describe_validation_error
 from workflows.handover import IGNORED_SIGNALS_KEPT, newest
 from workflows.identity import ProofRefusal, RunCheck, SpentProof
 from workflows.limits import MAX_QUEUED_BYTES, RECORDED_BYTES, clip, unreadable_reason, utf8_size
-from workflows.decisions import Claim, DecisionBase, Refusal, parse_decision
+from workflows.decisions import CLAIM_SECONDS_AT_MOST, Claim, DecisionBase, Refusal, parse_decision
 from workflows.pauses import ClaimVerdict, Verdict, Vote
+from workflows.recorder import door
 from workflows.rules import args_sha256, grant_from
 from workflows.session import CancelRequest, UserMessage
+from workflows.agent_parts import AgentParts
 
 with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
     # the workflow sees the tools the worker registered, not a fresh copy.
     from hitl.catalog import CATALOG
-
-CLAIM_SECONDS_AT_MOST = 3600.0  # a claim keeps others out of a decision: for an hour at most
 
 
 def refused(reason: str, code: str) -> ApplicationError:
@@ -51,7 +51,7 @@ def decoded(payload: RawValue | None | TooManyArguments) -> Any:
     if reason is not None:
         raise Refusal(f"unreadable payload: {reason}", code="invalid")
     try:
-        return workflow.payload_converter().from_payload(payload.payload, None)
+        return workflow.payload_converter().from_payload(payload.payload)
     except Exception as error:
         raise Refusal(f"malformed payload: {clip(str(error), RECORDED_BYTES)}", code="invalid") from None
 
@@ -60,7 +60,7 @@ def _recorded(value: Any) -> str | None:
     return clip(value, RECORDED_BYTES) if isinstance(value, str) else None
 
 
-class Inbound:
+class Inbound(AgentParts):
     """Mixed into AgentWorkflow: the bodies behind its signals and Updates (workflows/handlers.py)."""
 
     def refuse_while_busy(self) -> None:
@@ -145,9 +145,9 @@ class Inbound:
         self.run_state.pauses.apply(verdict)
         if isinstance(verdict, Vote):
             item = next(item for item in self.run_state.pauses.open if item.call_id == verdict.call_id)
-            self.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by,
+            self.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by, via=verdict.via,
                         comment=verdict.comment, rule=verdict.rule)
-            self.run_state.events.add("vote", workflow.now(), call_id=item.call_id, by=verdict.by,
+            self.run_state.events.add("vote", workflow.now(), call_id=item.call_id, by=verdict.by, **door(verdict.via),
                                approvals=list(item.approvals), required_approvals=item.required_approvals)
             self.publish()
             return {"accepted": True, "call_id": verdict.call_id, "outcome": "awaiting_more_approvals",

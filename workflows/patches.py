@@ -80,10 +80,15 @@ RESULTS_READ_AS_THEIR_TYPE = "activity-results-read-as-their-type"
 # the policy's "always". The newest, asked at run start: it implies every patch above.
 CARRIED_PROVEN_AND_POLICY_FLOOR = "carried-state-proven-policy-floor-binds-session-rules"
 
+# Asked when a pause that channels showed is settled (their messages returned by the notify
+# activity): before it, no `settled` notification was sent, and the messages kept showing the pause.
+SETTLED_NOTICES = "notify-settled-to-the-messages-that-showed-it"
+
 # Runs that let a verified decision's proof say which groups its person is in (the operator's policy
 # takes groups from an OpenID provider, `groups_from_identity`), so a call naming one of them is
 # theirs to decide. Before it, a call's approvers were matched as written, and a proof carrying
-# groups did not verify. The newest, asked at run start: it implies every patch above.
+# groups did not verify. The newest asked at run start: it implies every run-start patch above
+# (SETTLED_NOTICES is asked where a settlement is noticed, as before).
 GROUPS_IN_PROOFS = "groups-in-decision-proofs"
 
 # The patches asked at run start, newest first, each with the behaviour it brought: a run that has

@@ -20,6 +20,7 @@ from workflows.deciders import proven_members, refusal_to_decide
 from workflows.decisions import Answer, Approve, Claim, Decision, Refusal, Reject, Release
 from workflows.forms import MAX_ANSWER, check_answer, describe_validation_error
 from workflows.limits import utf8_size
+from workflows.requests import MessageRef
 from workflows.rules import Remember, args_sha256
 
 with workflow.unsafe.imports_passed_through():
@@ -28,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
 if TYPE_CHECKING:
     from hitl.catalog.specs import ToolCatalog
 
+MESSAGES_PER_PAUSE = 50
 PauseKind = Literal["approval", "question", "review"]
 Outcome = Literal[
     "approved", "edited", "rejected", "answered", "declined", "timed_out", "moved_on", "cancelled"
@@ -93,6 +95,7 @@ class Settlement(BaseModel):
     at: datetime
     args_sha256: str
     by: str | None = None
+    via: str | None = None
     run_with: dict[str, Any] | None = None
     result: str | None = None
     note: str | None = None
@@ -108,6 +111,7 @@ class Vote(BaseModel):
     call_id: str
     tool: str
     by: str
+    via: str | None = None
     args: dict[str, Any] | None = None
     comment: str | None = None
     rule: str
@@ -132,6 +136,15 @@ class Pauses(BaseModel):
     open: list[PendingCall] = Field(default_factory=list)
     settled: dict[str, Settlement] = Field(default_factory=dict)
     decided: dict[str, str] = Field(default_factory=dict)
+    # The messages each pause was shown in, by call id, kept until its `settled` notice takes them.
+    shown: dict[str, list[MessageRef]] = Field(default_factory=dict)
+
+    def show(self, call_id: str, messages: list[MessageRef]) -> None:
+        """Remember where a pause was shown; at most MESSAGES_PER_PAUSE (the notify activity's
+        result, which this reads, is not to be trusted with the session's size)."""
+        if messages:
+            kept = self.shown.setdefault(call_id, [])
+            kept.extend(messages[: max(0, MESSAGES_PER_PAUSE - len(kept))])
 
     def request(self, item: PendingCall) -> None:
         self.open.append(item)
@@ -145,8 +158,13 @@ class Pauses(BaseModel):
 
     def decide(self, decision: Decision, catalog: ToolCatalog, now: datetime, regexes: bool = False,
                groups: tuple[str, ...] = ()) -> Verdict:
-        """Check a decision against every rule and say what it would do (`groups`: those its proof
-        vouches its person is in)."""
+        """Check a decision against every rule and say what it would do, and through which door
+        (`groups`: those its proof vouches its person is in)."""
+        verdict = self._judge(decision, catalog, now, regexes, groups)
+        return verdict.model_copy(update={"via": decision.via}) if decision.via is not None else verdict
+
+    def _judge(self, decision: Decision, catalog: ToolCatalog, now: datetime, regexes: bool,
+               groups: tuple[str, ...] = ()) -> Verdict:
         item = self._target(decision)
         holder = item.claimant(now)
         if holder is not None and holder != decision.by:

@@ -14,11 +14,10 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from hitl.api.access import CLAIM_SECONDS_AT_MOST
 from hitl.api.gateway import now, send_signed
 from hitl.api.guard import Grant, allowed_on_call, policy_of
 from workflows.contract import INBOUND
-from workflows.decisions import Refusal, parse_decision
+from workflows.decisions import CLAIM_SECONDS_AT_MOST, Refusal, parse_decision
 from workflows.proofs import ProofAction, sign_decision
 from workflows.rules import args_sha256
 
@@ -58,7 +57,7 @@ class ClaimBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     for_seconds: float | None = Field(None, gt=0, le=CLAIM_SECONDS_AT_MOST,
-                                      description=f"default 900, at most {CLAIM_SECONDS_AT_MOST} (an hour)")
+                                      description=f"default 900, at most {CLAIM_SECONDS_AT_MOST:g} (an hour)")
     by: Any = IGNORED_BY
 
 
@@ -76,14 +75,15 @@ def proof_for(request: Request, session_id: str, call_id: str, verb: ProofAction
 
 
 async def decide(request: Request, session_id: str, call_id: str, verb: Verb, grant: Grant,
-                 fields: dict[str, Any]) -> dict[str, Any]:
+                 fields: dict[str, Any], via: str = "api") -> dict[str, Any]:
     """The decision through the session's validated Update, once the access table allowed it
-    (`allowed_on_call`: the session checks again, it is the authority)."""
+    (`allowed_on_call`: the session checks again, it is the authority). `via` names the door
+    (the API, a channel, a protocol) in the audit; the proof binds it with the rest."""
     item, person = grant.item, grant.person
     assert item is not None  # allowed_on_call found it
     edited = fields.get("args")
     sha = args_sha256(edited) if verb == "approve" and edited is not None else item["args_sha256"]
-    payload = {**fields, "call_id": call_id, "by": person}
+    payload = {**fields, "call_id": call_id, "by": person, "via": via}
     try:
         digest = parse_decision(verb, payload).digest()
     except Refusal as refusal:

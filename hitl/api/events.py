@@ -136,10 +136,7 @@ async def stream_reader(
         if redeemed is None:
             raise HTTPException(401, "the stream ticket is invalid, expired, used already, or for another session")
         return Reader(signed_in(request, redeemed).person, expires_at=redeemed.expires_at)
-    who = await identity(request, authorization)
-    if who.expires_at is not None:  # an OpenID token: it holds until its exp, not while a file keeps it
-        return Reader(who.person, expires_at=who.expires_at)
-    return Reader(who.person, bearer_token(authorization))
+    return Reader.of(await identity(request, authorization), bearer_token(authorization))
 
 
 async def stream_grant(request: Request, session_id: str, reader: Reader = Depends(stream_reader)) -> Grant:

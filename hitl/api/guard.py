@@ -84,32 +84,41 @@ def allowed(action: Action) -> Callable[..., Any]:
 
     async def grant(request: Request, session_id: str, person: str = Depends(caller)) -> AsyncIterator[Grant]:
         if action != "read":
-            session = await session_facts(request, session_id)
-            refuse_unless(verdict(person, action, session, policy_of(request)))
-            yield Grant(person, session)
+            yield await granted(request, session_id, person, action)
             return
         with request.app.state.reads.slot(person):
-            session = await session_facts(request, session_id)
-            refuse_unless(verdict(person, action, session, policy_of(request)))
-            yield Grant(person, session)
+            yield await granted(request, session_id, person, action)
 
     return grant
+
+
+async def granted(request: Request, session_id: str, person: str, action: Action) -> Grant:
+    """The table's answer for `action` on the session, for a door that is not a session route (AG-UI)."""
+    session = await session_facts(request, session_id)
+    refuse_unless(verdict(person, action, session, policy_of(request)))
+    return Grant(person, session)
 
 
 def allowed_on_call(verb: str) -> Callable[..., Any]:
     """The dependency for a decision (`verb`) on the path's `call_id`: the call's own rules from the
     session's `pending` query (the memo clips), 404 for whoever may not even read the session."""
-    action: Action = "claim" if verb in ("claim", "release") else "decide"
 
     async def grant(request: Request, session_id: str, call_id: str, person: str = Depends(caller)) -> Grant:
-        session = await session_facts(request, session_id)
-        policy = policy_of(request)
-        readable = verdict(person, "read", session, policy)
-        item = await pending_item(request, session_id, call_id) if readable.allowed else None
-        refuse_unless(verdict(person, action, session, policy, item, verb))
-        return Grant(person, session, item)
+        return await grant_on_call(request, session_id, call_id, person, verb)
 
     return grant
+
+
+async def grant_on_call(request: Request, session_id: str, call_id: str, person: str, verb: str) -> Grant:
+    """What `allowed_on_call` checks, for a person a door has proven otherwise than by a bearer
+    token (a Slack user that `people` maps, hitl/api/slack.py)."""
+    action: Action = "claim" if verb in ("claim", "release") else "decide"
+    session = await session_facts(request, session_id)
+    policy = policy_of(request)
+    readable = verdict(person, "read", session, policy)
+    item = await pending_item(request, session_id, call_id) if readable.allowed else None
+    refuse_unless(verdict(person, action, session, policy, item, verb))
+    return Grant(person, session, item)
 
 
 async def pending_item(request: Request, session_id: str, call_id: str) -> dict[str, Any]:

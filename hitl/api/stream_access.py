@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 from hitl.api.access import SessionFacts, verdict
 from hitl.api.auth import TokenBook
+from hitl.api.oidc import Identity
 from hitl.client.events import SessionEvent
 
 NO_LONGER_READABLE = "you may no longer read this session"
@@ -33,6 +34,14 @@ class Reader:
     person: str
     token: str | None = None
     expires_at: float | None = None
+
+    @classmethod
+    def of(cls, who: Identity, token: str | None) -> Reader:
+        """The reader a credential makes: a file's token is asked again before each batch, an
+        OpenID provider's token holds until its exp."""
+        if who.expires_at is not None:
+            return cls(who.person, expires_at=who.expires_at)
+        return cls(who.person, token)
 
     def refusal(self, facts: SessionFacts | None, policy: Any, tokens: TokenBook, now: float) -> str | None:
         """Why this reader may not be given more events now (None: they may). The reason names no
