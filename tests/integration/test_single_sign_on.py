@@ -19,7 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 from hitl.api.app import signing_key as key_of_the_api
 from hitl.api.oidc import OpenIDProvider
 from hitl.api.stream_access import SIGN_IN_EXPIRED
-from tests.support.api_server import Api, EventStream, of_type, serving, signing_key  # noqa: F401  (fixtures)
+from tests.support.api_server import Api, EventStream, new_id, of_type, serving, signing_key  # noqa: F401  (fixtures)
 from tests.support.openid import AUDIENCE, OTHER_AUDIENCE, OpenID, openid, running_provider  # noqa: F401  (fixtures)
 from tests.support.sessions import eventually, running_agent
 from tests.integration.test_cli import temporal
@@ -200,3 +200,24 @@ async def test_the_groups_a_token_vouches_for_decide_what_the_policy_gives_that_
         audit = (await owner.get(f"/sessions/{session}/audit")).json()
     assert [event["by"] for event in audit if event["event"] == "approved"] == ["ana@example.com"]
     assert not (groups_api.agent.workspace / "notes.txt").exists()
+
+
+async def test_an_ag_ui_run_with_a_token_of_the_provider_pauses_and_resumes_as_its_person(sso_api: Api, openid: OpenID) -> None:
+    """The other doors take the same credential: AG-UI's run follows the session with the token's
+    reader (held until its exp), not as a token of the file that was taken away."""
+    thread, token = new_id(), await openid.token_for("bob")
+
+    async def run(body: dict[str, Any]) -> list[dict[str, Any]]:
+        async with with_token(sso_api, token) as bob, bob.stream("POST", "/ag-ui", json={"threadId": thread, **body}) as answer:
+            assert answer.status_code == 200, await answer.aread()
+            return [json.loads(line[6:]) async for line in answer.aiter_lines() if line.startswith("data: ")]
+
+    asked = await run({"runId": "run-1", "messages": [{"id": "m1", "role": "user", "content": "please delete notes.txt"}]})
+    assert asked[-1]["type"] == "RUN_FINISHED" and asked[-1]["outcome"]["interrupts"][0]["id"] == "call_1", asked[-1]
+    approved = await run({"runId": "run-2", "messages": [], "resume": [
+        {"interruptId": "call_1", "status": "resolved", "payload": {"decision": "approve"}}]})
+    assert approved[-1]["type"] == "RUN_FINISHED", approved[-1]
+    assert not (sso_api.agent.workspace / "notes.txt").exists()
+    async with with_token(sso_api, token) as bob:
+        audit = (await bob.get(f"/sessions/{thread}/audit")).json()
+    assert [(event["by"], event["via"]) for event in audit if event["event"] == "approved"] == [(BOB, "ag-ui")]
