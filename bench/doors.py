@@ -224,6 +224,10 @@ async def one_decision(world: World, door: str, think: float) -> Decision:
         seconds, sent = await decide_by_a2a(world, session_id, call_id, think)
     decision = Decision(door, session_id, seconds, float("nan"))
     await settle_history(world.client, decision, sent)
+    async with world.api.as_(PERSON) as http:  # a person may own only so many running sessions
+        cancelled = await http.post(f"/sessions/{session_id}/cancel", json={})
+    if cancelled.status_code != 200:
+        raise RuntimeError(f"the session could not be cancelled: {cancelled.status_code} {cancelled.text}")
     return decision
 
 
