@@ -119,7 +119,9 @@ def table(runs: list[dict[str, Any]], phases: list[throughput.Phase], rounds: li
              *approval_rows(runs), *load_rows(phases), *door_rows(rounds)]
     lines += ["", f"API approve -> SSE tool_result, the doors' baseline, each round: "
               + ", ".join(f"{r.median('seconds') * 1000:.0f} ms" for r in rounds if r.door == "api")
-              + f" (the decision sent {think:g} s after the card was shown, the event stream open)",
+              + f" (the decision sent {think:g} s after the card was shown, the event stream open); the same "
+              f"decisions' approve -> tool done (its history's ActivityTaskCompleted): "
+              + ", ".join(f"{r.median('tool_seconds') * 1000:.0f} ms" for r in rounds if r.door == "api"),
               f"load average before / after: {load}"]
     return "\n".join(lines)
 
