@@ -2,7 +2,8 @@
 
 By default a JSON line in HITL_WORKSPACE/notifications.jsonl (a tail -f away
 from any chat bot); with HITL_NOTIFY_URL, an HTTP POST of the same JSON, unsigned.
-Besides either, the webhooks of HITL_CHANNELS get it signed (activities/webhooks.py).
+Besides either, the webhooks of HITL_CHANNELS get it signed (activities/webhooks.py)
+and its people with an address get it by mail (activities/mail.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.mail import Mailer, mail_all
 from activities.tools.errors import ToolError
 from activities.tools.workspace import NOTIFICATIONS, Workspace
 from activities.webhooks import SignedWebhook, deliver_all, message_id
@@ -27,28 +29,35 @@ PLAIN_SENT = "plain notification sent"
 
 class NotifyActivities:
     def __init__(self, workspace: Path, webhook_url: str | None = None,
-                 signed_webhooks: list[SignedWebhook] | None = None) -> None:
+                 signed_webhooks: list[SignedWebhook] | None = None, mail: Mailer | None = None) -> None:
         self.workspace = workspace
         self.webhook_url = webhook_url
         self.signed_webhooks = signed_webhooks or []
+        self.mail = mail
 
     @activity.defn(name=NOTIFY.name)
     async def notify(self, notification: Notification) -> None:
         line = notification.model_dump_json()
-        if not self.signed_webhooks:
+        if not self.signed_webhooks and self.mail is None:
             await self._send_plain(line)
             return
         info = activity.info()
-        # A retry for a webhook that failed: the line or unsigned POST an earlier attempt made is
-        # not made again (the heartbeat that attempt recorded says so).
-        if PLAIN_SENT not in (info.heartbeat_details or ()):
+        # A retry for a webhook or a mail that failed: what an earlier attempt sent (the line or
+        # unsigned POST, each person's mail) is not sent again: its heartbeat says what it was.
+        sent = set(info.heartbeat_details or ())
+        if PLAIN_SENT not in sent:
             await self._send_plain(line)
-            activity.heartbeat(PLAIN_SENT)
-        message = message_id(notification, info.workflow_run_id, info.activity_id)
-        failures = await deliver_all(self.signed_webhooks, message, line.encode(), info.attempt)
+            sent.add(PLAIN_SENT)
+            activity.heartbeat(*sorted(sent))
+        failures: list[Exception] = []
+        if self.mail is not None:
+            failures += await mail_all(self.mail, notification, sent, lambda: activity.heartbeat(*sorted(sent)), info.attempt)
+        if self.signed_webhooks:
+            message = message_id(notification, info.workflow_run_id, info.activity_id)
+            failures += await deliver_all(self.signed_webhooks, message, line.encode(), info.attempt)
         if failures:
-            raise ApplicationError("; ".join(map(str, failures)), type="WebhookFailed",
-                                   non_retryable=all(failure.final for failure in failures))
+            raise ApplicationError("; ".join(map(str, failures)), type="NotifyFailed" if self.mail else "WebhookFailed",
+                                   non_retryable=all(getattr(failure, "final", False) for failure in failures))
 
     async def _send_plain(self, line: str) -> None:
         if self.webhook_url:

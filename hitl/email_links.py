@@ -21,7 +21,7 @@ import binascii
 import hashlib
 import hmac
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -99,3 +99,15 @@ def read_link_token(key: bytes, token: str, now: float) -> LinkClaims:
 
 def call_of(claims: LinkClaims) -> str:
     return f"call {claims.call_id} of session {claims.session_id}"
+
+
+def choices_of(item: dict[str, Any]) -> list[tuple[LinkVerb, str | None]]:
+    """The choices a mail offers, one link each: approve and reject, or a question's own choices
+    (a question with free text or fields is answered in the web inbox)."""
+    if item.get("kind") == "question":
+        return [("answer", choice) for choice in item.get("choices") or []]
+    return [("approve", None), ("reject", None)]
+
+
+def choice_label(verb: LinkVerb, answer: str | None) -> str:
+    return {"approve": "Approve", "reject": "Reject"}.get(verb) or f"Answer: {answer}"

@@ -29,6 +29,7 @@ from activities.observed_model import observed
 from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, judge_calls, unknown_tools
 from activities.session_environment import SessionEnvironment
 from activities.storable_outcomes import StorableOutcomes
+from activities.mail import Mailer, mailer
 from activities.webhooks import SignedWebhook, shown_url, signed_webhooks
 from activities.transcript_index import keep_transcript_index, record_transcript_index
 from activities.run_tool import ToolActivities
@@ -38,6 +39,7 @@ from hitl import heartbeat, telemetry
 from hitl.arguments import OneLineParser
 from hitl.bytecode import compile_once
 from hitl.channels import ChannelsError, channels_from_env
+from hitl.decision_keys import KeyConfigError, worker_email_link_key
 from hitl.exit_cleanly import exit_with
 from hitl.sandbox_runner import ContextFreeSandbox, fits_this_sdk, ignores_context
 from hitl.settings import Settings, connect, unreachable
@@ -200,10 +202,11 @@ def build_worker(
     tools: ToolActivities | None = None,
     tuning: WorkerTuning | None = None,
     webhooks: list[SignedWebhook] | None = None,
+    mail: Mailer | None = None,
 ) -> Worker:
     workspace.mkdir(parents=True, exist_ok=True)
     compile_once(["workflows"])  # the sandbox runs them afresh per session: compiled once (hitl/bytecode.py)
-    model, notify = ModelActivities(observed(backend), client), NotifyActivities(workspace, notify_url, webhooks)
+    model, notify = ModelActivities(observed(backend), client), NotifyActivities(workspace, notify_url, webhooks, mail)
     environment = SessionEnvironment(client)
     tools = tools or ToolActivities(workspace)
     tuning = tuning or DEFAULT_TUNING
@@ -297,8 +300,10 @@ async def main() -> None:
     try:
         mcp = toolbox_from_env()  # a malformed HITL_MCP_CONFIG stops the worker here, with the reason
         policy = policy_from_env()  # so does a malformed HITL_POLICY
-        webhooks = signed_webhooks(channels_from_env(), os.environ)  # and HITL_CHANNELS, or a secret it lacks
-    except (McpConfigError, PolicyError, ChannelsError) as error:
+        channels = channels_from_env()  # and HITL_CHANNELS, or a secret it lacks
+        webhooks = signed_webhooks(channels, os.environ)
+        mail = mailer(channels, os.environ, worker_email_link_key)  # or the key of its links
+    except (McpConfigError, PolicyError, ChannelsError, KeyConfigError) as error:
         raise SystemExit(f"worker: {error}") from None
     print(f"worker: operator policy: {describe_policy(policy)}")
     try:
@@ -311,7 +316,7 @@ async def main() -> None:
         print("worker: shutting down", file=sys.stderr)
         return
     async with mcp:
-        await serve(client, settings, backend, tuning, extra, mcp, stop, webhooks)
+        await serve(client, settings, backend, tuning, extra, mcp, stop, webhooks, mail)
 
 
 def stopped_by_signals() -> asyncio.Event:
@@ -339,12 +344,13 @@ async def until_stopped(work: Awaitable[T], stop: asyncio.Event) -> T | None:
 
 
 async def serve(client: Client, settings: Settings, backend: ModelBackend, tuning: WorkerTuning,
-                extra: list[str], mcp: McpToolbox, stop: asyncio.Event, webhooks: list[SignedWebhook]) -> None:
+                extra: list[str], mcp: McpToolbox, stop: asyncio.Event, webhooks: list[SignedWebhook],
+                mail: Mailer | None = None) -> None:
     settings.workspace.mkdir(parents=True, exist_ok=True)
     workspace = await refuse_another_workspace(client, settings.task_queue, settings.workspace)
     tuning = replace(tuning, identity=with_workspace(tuning.identity or client.identity, workspace))
     worker = build_worker(client, settings.task_queue, backend, settings.workspace, settings.notify_url, tuning=tuning,
-                          webhooks=webhooks)
+                          webhooks=webhooks, mail=mail)
     print(f"worker: {settings.address} namespace={settings.namespace} task_queue={settings.task_queue} "
           f"({settings.secured})")
     print(f"worker: identity {tuning.identity}; {tuning.describe()}")
@@ -353,7 +359,8 @@ async def serve(client: Client, settings: Settings, backend: ModelBackend, tunin
         print(f"worker: {warning}", file=sys.stderr)
     print(f"worker: workspace: {settings.workspace.resolve()}" + (f"; extra tools from {extra}" if extra else ""))
     print(f"worker: notifications: {settings.notify_url or settings.workspace / 'notifications.jsonl'}"
-          + "".join(f", signed to {shown_url(hook.url)}" for hook in webhooks))
+          + "".join(f", signed to {shown_url(hook.url)}" for hook in webhooks)
+          + (f", mailed through {mail.server.shown}" if mail else ""))
     for line in mcp.describe():
         print(f"worker: MCP server {line}")
     for line in mcp.warning_lines():
