@@ -191,14 +191,14 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "approve":
         if args.args is not None and not args.json:
             await show_edit(handle, args.call_id, args.args)
-        return await update(handle, APPROVE.update, payload(args, "call_id", "args", "comment", "by"), args.json)
+        return await update(handle, APPROVE.update, {**payload(args, "call_id", "args", "comment", "by"), "via": "cli"}, args.json)
     if args.command == "reject":
-        return await update(handle, REJECT.update, payload(args, "call_id", "reason", "by"), args.json)
+        return await update(handle, REJECT.update, {**payload(args, "call_id", "reason", "by"), "via": "cli"}, args.json)
     if args.command == "answer":
         answer = answer_value(args.answer)
         if isinstance(answer, str):  # a form of one field (a date, say) takes its value as typed
             answer = await one_field_answer(handle, args.call_id, answer)
-        body = {**payload(args, "call_id", "by"), "answer": answer}
+        body = {**payload(args, "call_id", "by"), "answer": answer, "via": "cli"}
         return await update(handle, ANSWER.update, body, args.json)
     if args.command == "cancel":
         return await update(handle, CANCEL.update, payload(args, "reason"), args.json)

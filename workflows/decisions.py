@@ -53,6 +53,9 @@ class DecisionBase(BaseModel):
 
     call_id: Name | None = None
     by: Name | None = None
+    # The door it came through (api, slack, email, ag-ui, a2a, terminal...), for the audit; on a
+    # verified session the proof binds it, so a door cannot be claimed under another's signature.
+    via: Name | None = None
     expected_args_sha256: Name | None = None
     proof: Proof | None = None
 
@@ -60,7 +63,9 @@ class DecisionBase(BaseModel):
         """What a proof binds besides the call: everything this decision does (its arguments,
         result, comment, remember, reason, answer, claim time), so no field can be changed or
         added under someone else's signature."""
-        fields = self.model_dump(mode="json", exclude={"proof", "by", "call_id"})
+        # `via` is left out while unset, so a proof signed before doors were named stays valid.
+        unset = {"via"} if self.via is None else set()
+        fields = self.model_dump(mode="json", exclude={"proof", "by", "call_id", *unset})
         return args_sha256({"verb": self.verb, **fields})
 
 

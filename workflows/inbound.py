@@ -24,6 +24,7 @@ from workflows.identity import ProofRefusal, RunCheck, SpentProof
 from workflows.limits import MAX_QUEUED_BYTES, RECORDED_BYTES, clip, unreadable_reason, utf8_size
 from workflows.decisions import Claim, DecisionBase, Refusal, parse_decision
 from workflows.pauses import ClaimVerdict, Verdict, Vote
+from workflows.recorder import door
 from workflows.rules import args_sha256, grant_from
 from workflows.session import CancelRequest, UserMessage
 
@@ -137,9 +138,9 @@ class Inbound:
         self.run_state.pauses.apply(verdict)
         if isinstance(verdict, Vote):
             item = next(item for item in self.run_state.pauses.open if item.call_id == verdict.call_id)
-            self.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by,
+            self.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by, via=verdict.via,
                         comment=verdict.comment, rule=verdict.rule)
-            self.run_state.events.add("vote", workflow.now(), call_id=item.call_id, by=verdict.by,
+            self.run_state.events.add("vote", workflow.now(), call_id=item.call_id, by=verdict.by, **door(verdict.via),
                                approvals=list(item.approvals), required_approvals=item.required_approvals)
             self.publish()
             return {"accepted": True, "call_id": verdict.call_id, "outcome": "awaiting_more_approvals",

@@ -93,6 +93,7 @@ class Settlement(BaseModel):
     at: datetime
     args_sha256: str
     by: str | None = None
+    via: str | None = None
     run_with: dict[str, Any] | None = None
     result: str | None = None
     note: str | None = None
@@ -108,6 +109,7 @@ class Vote(BaseModel):
     call_id: str
     tool: str
     by: str
+    via: str | None = None
     args: dict[str, Any] | None = None
     comment: str | None = None
     rule: str
@@ -144,7 +146,11 @@ class Pauses(BaseModel):
         return min(moments) if moments else None
 
     def decide(self, decision: Decision, catalog: ToolCatalog, now: datetime, regexes: bool = False) -> Verdict:
-        """Check a decision against every rule and say what it would do."""
+        """Check a decision against every rule and say what it would do, and through which door."""
+        verdict = self._judge(decision, catalog, now, regexes)
+        return verdict.model_copy(update={"via": decision.via}) if decision.via is not None else verdict
+
+    def _judge(self, decision: Decision, catalog: ToolCatalog, now: datetime, regexes: bool) -> Verdict:
         item = self._target(decision)
         holder = item.claimant(now)
         if holder is not None and holder != decision.by:

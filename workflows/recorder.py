@@ -78,6 +78,7 @@ class Recorder:
         self.run_state.events.add(
             "pause_settled", settlement.at, call_id=settlement.call_id, tool=settlement.tool, outcome=settlement.outcome,
             by=settlement.by, reason=settlement.result if settlement.outcome not in ("approved", "edited") else None,
+            **door(settlement.via),
         )
         workflow.logger.info("decision", extra={
             "session": workflow.info().workflow_id, "turn": self.run_state.turn, "step": self.run_state.steps,
@@ -86,7 +87,7 @@ class Recorder:
         })
         self.record(
             AUDIT_EVENT[settlement.outcome], settlement.call_id, settlement.tool, settlement.args_sha256,
-            by=settlement.by, comment=settlement.comment, rule=settlement.rule,
+            by=settlement.by, via=settlement.via, comment=settlement.comment, rule=settlement.rule,
             reason=settlement.result if settlement.outcome not in ("approved", "edited", "answered") else None,
         )
 
@@ -96,3 +97,8 @@ class Recorder:
         self.run_state.audit.append(
             AuditEvent(at=workflow.now(), event=event, call_id=call_id, tool=tool, args_sha256=sha, **clipped)
         )
+
+
+def door(via: str | None) -> dict[str, str]:
+    """`via` in an event only when the decision named its door: events of older decisions stay as they were."""
+    return {"via": via} if via is not None else {}

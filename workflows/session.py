@@ -51,6 +51,7 @@ class AuditEvent(BaseModel):
     tool: str | None = None
     args_sha256: str | None = None
     by: str | None = None
+    via: str | None = None  # the door a decision came through, when it said
     reason: str | None = None
     comment: str | None = None
     rule: str | None = None

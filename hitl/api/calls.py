@@ -72,14 +72,15 @@ def proof_for(request: Request, session_id: str, call_id: str, verb: ProofAction
 
 
 async def decide(request: Request, session_id: str, call_id: str, verb: Verb, grant: Grant,
-                 fields: dict[str, Any]) -> dict[str, Any]:
+                 fields: dict[str, Any], via: str = "api") -> dict[str, Any]:
     """The decision through the session's validated Update, once the access table allowed it
-    (`allowed_on_call`: the session checks again, it is the authority)."""
+    (`allowed_on_call`: the session checks again, it is the authority). `via` names the door
+    (the API, a channel, a protocol) in the audit; the proof binds it with the rest."""
     item, person = grant.item, grant.person
     assert item is not None  # allowed_on_call found it
     edited = fields.get("args")
     sha = args_sha256(edited) if verb == "approve" and edited is not None else item["args_sha256"]
-    payload = {**fields, "call_id": call_id, "by": person}
+    payload = {**fields, "call_id": call_id, "by": person, "via": via}
     try:
         digest = parse_decision(verb, payload).digest()
     except Refusal as refusal:

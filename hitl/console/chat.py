@@ -255,14 +255,15 @@ class Chat:
             self.show_card(item)
             answer = await self.answer_for(item)
             if answer is not None:
-                await self.update(handle, ANSWER.update, {"call_id": item["call_id"], "answer": answer, "by": self.by})
+                await self.update(handle, ANSWER.update, {"call_id": item["call_id"], "answer": answer, "by": self.by, "via": "terminal"})
             return
         self.show_card(item)
         if item["kind"] == "review":
             say("\n".join(f"    | {line}" for line in (item.get("result") or "").splitlines()))
         say(f"  {CHOICES_HINT}")
         # The hash of what you saw: if the call changed meanwhile, the session refuses the decision.
-        body: dict[str, Any] = {"call_id": item["call_id"], "by": self.by, "expected_args_sha256": item["args_sha256"]}
+        body: dict[str, Any] = {"call_id": item["call_id"], "by": self.by, "via": "terminal",
+                                "expected_args_sha256": item["args_sha256"]}
         while True:
             typed = await ask("> ")
             if typed.lower() in ("/quit", "/exit"):

@@ -38,8 +38,35 @@ async def test_a_forged_by_through_the_temporal_cli_is_refused_and_the_same_pers
     async with api.as_("ana") as ana:  # bob decided nothing else there: the session is its owner's to read now
         await eventually(lambda: ana.get(f"/sessions/{session}"), lambda answer: answer.json()["state"] == "idle")
         audit = (await ana.get(f"/sessions/{session}/audit")).json()
-    assert [e["by"] for e in audit if e["event"] == "approved"] == ["bob"]
+    assert [(e["by"], e["via"]) for e in audit if e["event"] == "approved"] == [("bob", "api")]
     assert not (api.agent.workspace / "notes.txt").exists()
+
+
+async def test_a_proof_binds_the_door_its_decision_came_through(api: Api) -> None:
+    """A decision signed as made through the API cannot be sent on as made in Slack, nor the reverse."""
+    started = await api.start("ana", "please delete notes.txt")
+    session, item = started["session_id"], started["pending"][0]
+    from hitl.api.app import signing_key as key_of_the_api
+    from workflows.decisions import parse_decision
+    from workflows.proofs import sign_decision
+
+    key_id, key = key_of_the_api()
+    through_the_api = {"call_id": item["call_id"], "by": "bob", "via": "api"}
+    run_id = (await api.agent.client.get_workflow_handle(session).describe()).run_id
+    proof = sign_decision(key, key_id, session_id=session, call_id=item["call_id"], action="approve", by="bob",
+                          args_sha256=item["args_sha256"], run_id=run_id,
+                          decision_sha256=parse_decision("approve", through_the_api).digest())
+    claimed_elsewhere = json.dumps({**through_the_api, "via": "slack", "proof": proof})
+    update = await temporal(api.agent, "workflow", "update", "execute", "--workflow-id", session,
+                            "--name", "approve_update", "--input", claimed_elsewhere)
+    assert update.returncode != 0, update.stdout
+    assert "does not match" in update.stderr or "proof" in update.stderr, update.stderr
+    async with api.as_("ana") as ana:
+        assert [p["call_id"] for p in (await ana.get(f"/sessions/{session}/pending")).json()] == [item["call_id"]]
+    assert (api.agent.workspace / "notes.txt").exists()
+    as_signed = await temporal(api.agent, "workflow", "update", "execute", "--workflow-id", session,
+                               "--name", "approve_update", "--input", json.dumps({**through_the_api, "proof": proof}))
+    assert as_signed.returncode == 0, as_signed.stderr  # the same proof carries the decision it was made for
 
 
 async def test_a_proof_is_bound_to_its_call_and_cannot_be_replayed_through_the_cli(api: Api) -> None:

@@ -101,7 +101,8 @@ async def test_starter_commands_cover_a_whole_session(agent: Agent) -> None:
     result = await agent.client.get_workflow_handle("cli-2").result()
     assert result["reason"] == "cancelled: done"
     audit = json.loads((await starter(agent, "--json", "audit", "cli-2")).stdout)
-    assert [e["event"] for e in audit if e["event"] in ("answered", "edited", "rejected")] == ["answered", "edited", "rejected"]
+    decided = [e for e in audit if e["event"] in ("answered", "edited", "rejected")]
+    assert [(e["event"], e["via"]) for e in decided] == [("answered", "cli"), ("edited", "cli"), ("rejected", "cli")]
 
 
 async def test_the_chat_decides_and_reattaches(agent: Agent) -> None:
