@@ -29,7 +29,7 @@ from temporalio.converter import PayloadCodec
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.service import RPCError
 
-from hitl.api import calls, codec, events, inbox, people, sessions, web
+from hitl.api import calls, codec, decide_links, events, inbox, people, sessions, web
 from hitl.api.access import Policy
 from hitl.api.auth import StreamTickets, TokenBook, TokenFileError, hide_queries_from_access_log
 from hitl.api.body_limit import BodyLimit
@@ -94,6 +94,7 @@ def create_app(
     app.state.signer = lru_cache(maxsize=1)(signing_key)
     app.state.tickets = StreamTickets(lambda: ticket_secret(seed_of(app.state.signer()[1])))
     app.state.feeds = events.Feeds()
+    app.state.used_links = decide_links.UsedLinks()
     app.add_middleware(
         CORSMiddleware,
         allow_origins=ui_origins(),
@@ -106,7 +107,7 @@ def create_app(
     app.add_middleware(BodyLimit)  # added late: it runs before anything reads a body
     observe(app)  # around it (reading no body), when operators ask for metrics or traces (docs/observability.md)
     app.include_router(codec.router)
-    for resource in (sessions, calls, inbox, events, people, web):
+    for resource in (sessions, calls, inbox, events, people, web, decide_links):
         app.include_router(resource.router)
     hide_queries_from_access_log()
 

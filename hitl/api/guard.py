@@ -89,17 +89,22 @@ def allowed(action: Action) -> Callable[..., Any]:
 def allowed_on_call(verb: str) -> Callable[..., Any]:
     """The dependency for a decision (`verb`) on the path's `call_id`: the call's own rules from the
     session's `pending` query (the memo clips), 404 for whoever may not even read the session."""
-    action: Action = "claim" if verb in ("claim", "release") else "decide"
-
     async def grant(request: Request, session_id: str, call_id: str, person: str = Depends(caller)) -> Grant:
-        session = await session_facts(request, session_id)
-        policy = policy_of(request)
-        readable = verdict(person, "read", session, policy)
-        item = await pending_item(request, session_id, call_id) if readable.allowed else None
-        refuse_unless(verdict(person, action, session, policy, item, verb))
-        return Grant(person, session, item)
+        return await grant_on_call(request, session_id, call_id, verb, person)
 
     return grant
+
+
+async def grant_on_call(request: Request, session_id: str, call_id: str, verb: str, person: str) -> Grant:
+    """`allowed_on_call` for a person another door proved (an email link): the same table, the
+    same call rules, the same 404, 403 and 409."""
+    action: Action = "claim" if verb in ("claim", "release") else "decide"
+    session = await session_facts(request, session_id)
+    policy = policy_of(request)
+    readable = verdict(person, "read", session, policy)
+    item = await pending_item(request, session_id, call_id) if readable.allowed else None
+    refuse_unless(verdict(person, action, session, policy, item, verb))
+    return Grant(person, session, item)
 
 
 async def pending_item(request: Request, session_id: str, call_id: str) -> dict[str, Any]:
@@ -107,11 +112,23 @@ async def pending_item(request: Request, session_id: str, call_id: str) -> dict[
     for item in await run_query(request, session_id, PENDING):
         if item["call_id"] == call_id:
             return item
-    trail = await read_all(await temporal(request).get(), session_id, AUDIT_PAGE.name, "events")  # across runs
-    outcomes = [event["event"] for event in trail if event.get("call_id") == call_id and event["event"] != "refused"]
-    if any(outcome != "requested" for outcome in outcomes):
-        raise HTTPException(409, f"{call_id} is already settled ({outcomes[-1]})")
+    settled = await settlement_of(request, session_id, call_id)
+    if settled is not None:
+        raise HTTPException(409, f"{call_id} is already settled ({settled})")
     raise HTTPException(404, f"no call {call_id!r} waits in session {session_id!r}")
+
+
+async def settlement_of(request: Request, session_id: str, call_id: str) -> str | None:
+    """How the call was settled, from the audit across runs ("approved by ana via email at ..."),
+    or None while it was not."""
+    trail = await read_all(await temporal(request).get(), session_id, AUDIT_PAGE.name, "events")
+    events = [event for event in trail
+              if event.get("call_id") == call_id and event["event"] not in ("refused", "requested")]
+    if not events:
+        return None
+    last = events[-1]
+    return " ".join([last["event"], *(f"{word} {last[key]}" for word, key in (("by", "by"), ("via", "via"), ("at", "at"))
+                                       if last.get(key))])
 
 
 async def session_read(request: Request, grant: Grant, name: str, read: Callable[[], Any]) -> Any:
