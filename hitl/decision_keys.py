@@ -94,10 +94,14 @@ def has_signing_key() -> bool:
     return bool(os.environ.get("HITL_SIGNING_KEY", "").strip()) or key_file().exists()
 
 
+def link_key_of(key: Ed25519PrivateKey) -> bytes:
+    """The key of email decision links, derived from a signing key: never the signing key itself."""
+    return link_key_from_seed(key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()))
+
+
 def email_link_key() -> bytes:
-    """The key of email decision links, derived from the signing key (the API's side, and
-    `email-link`'s): never the signing key itself."""
-    return link_key_from_seed(signing_key()[1].private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()))
+    """The links' key from this API's signing key (the API's side, and `email-link`'s)."""
+    return link_key_of(signing_key()[1])
 
 
 def worker_email_link_key() -> bytes:
