@@ -26,7 +26,7 @@ from hitl.exit_cleanly import exit_with
 from hitl.console.render import args_diff, describe_pending, print_json, render_status, render_transcript, say
 from hitl.client.refusals import reason_of
 from hitl.client.sessions import read_all
-from hitl.console.startup import model_warning
+from hitl.startup import model_warning
 from hitl.client.summary import session_summary
 from hitl.client.updates import execute_update_retrying
 from hitl import telemetry
@@ -333,7 +333,7 @@ def main() -> int:
         chosen_call(args, root.command_parser(args))
     if args.command == "serve":
         from hitl.api.app import serve
-        from hitl.console.startup import api_address, port_problem, tokens_warning
+        from hitl.startup import api_address, port_problem, tokens_warning
 
         host, port = api_address(args.host, args.port)
         if problem := port_problem(host, port):

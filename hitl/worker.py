@@ -26,7 +26,8 @@ from activities.mcp import McpConfigError, McpToolbox, toolbox_from_env
 from activities.mcp.sandbox import make_undumpable
 from activities.notify import NotifyActivities
 from activities.observed_model import observed
-from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, judge_calls, unknown_tools
+from activities.judging import catalog_verdicts, judge_calls, unknown_tools
+from activities.model import ModelActivities, ModelBackend, backend_from_env
 from activities.session_environment import SessionEnvironment
 from activities.storable_outcomes import StorableOutcomes
 from activities.mail import Mailer, mailer
@@ -34,7 +35,7 @@ from activities.webhooks import SignedWebhook, shown_url, signed_webhooks
 from activities.transcript_index import keep_transcript_index, record_transcript_index
 from activities.run_tool import ToolActivities
 from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
-from hitl.console.startup import model_warning, quiet_expected_failures
+from hitl.startup import model_warning, quiet_expected_failures
 from hitl import heartbeat, telemetry
 from hitl.arguments import OneLineParser
 from hitl.bytecode import compile_once

@@ -22,7 +22,7 @@ from workflows.forms import describe_validation_error
 from workflows.handover import IGNORED_SIGNALS_KEPT, newest
 from workflows.identity import ProofRefusal, RunCheck, SpentProof
 from workflows.limits import MAX_QUEUED_BYTES, RECORDED_BYTES, clip, unreadable_reason, utf8_size
-from workflows.decisions import Claim, DecisionBase, Refusal, parse_decision
+from workflows.decisions import CLAIM_SECONDS_AT_MOST, Claim, DecisionBase, Refusal, parse_decision
 from workflows.pauses import ClaimVerdict, Verdict, Vote
 from workflows.recorder import door
 from workflows.rules import args_sha256, grant_from
@@ -32,8 +32,6 @@ with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
     # the workflow sees the tools the worker registered, not a fresh copy.
     from hitl.catalog import CATALOG
-
-CLAIM_SECONDS_AT_MOST = 3600.0  # a claim keeps others out of a decision: for an hour at most
 
 
 def refused(reason: str, code: str) -> ApplicationError:

@@ -31,7 +31,6 @@ ACCESS: dict[Action, frozenset[Role]] = {
     "claim": frozenset({"approver"}),
 }
 SESSION_ROLES: frozenset[Role] = frozenset({"owner", "participant", "operator"})
-CLAIM_SECONDS_AT_MOST = 3600  # a claim reserves a decision; an hour, so nobody parks a call for a day
 
 
 class Policy(Protocol):

@@ -14,11 +14,10 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from hitl.api.access import CLAIM_SECONDS_AT_MOST
 from hitl.api.gateway import now, send_signed
 from hitl.api.guard import Grant, allowed_on_call
 from workflows.contract import INBOUND
-from workflows.decisions import Refusal, parse_decision
+from workflows.decisions import CLAIM_SECONDS_AT_MOST, Refusal, parse_decision
 from workflows.proofs import ProofAction, sign_decision
 from workflows.rules import args_sha256
 
@@ -58,7 +57,7 @@ class ClaimBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     for_seconds: float | None = Field(None, gt=0, le=CLAIM_SECONDS_AT_MOST,
-                                      description=f"default 900, at most {CLAIM_SECONDS_AT_MOST} (an hour)")
+                                      description=f"default 900, at most {CLAIM_SECONDS_AT_MOST:g} (an hour)")
     by: Any = IGNORED_BY
 
 

@@ -269,3 +269,35 @@ async def test_event_numbers_past_nine_show_whole_at_any_width(api: Api, browser
     assert shown["scroll"] <= shown["client"], shown
     assert any(int(number["id"]) >= 10 for number in shown["numbers"]), shown
     assert all(number["text"] == number["id"] and number["inside"] for number in shown["numbers"]), shown
+
+
+async def test_on_a_phone_the_card_is_one_column_with_large_targets(api: Api, browser: Any) -> None:
+    """A phone's screen (390 x 844 CSS pixels, touch): the list and the card stacked, nothing wider
+    than the screen, every button and field at least 44 px high and text fields at 16 px, which
+    phones do not zoom into when focused."""
+    await asyncio.to_thread(browser.execute_cdp_cmd, "Emulation.setDeviceMetricsOverride",
+                            {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True})
+    await asyncio.to_thread(browser.execute_cdp_cmd, "Emulation.setTouchEmulationEnabled", {"enabled": True})
+    started = await api.start("ana", "please delete notes.txt", participants=["bob"])
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+    await sign_in(browser, api, "bob")
+    await until(browser, click(f'button.item[data-session="{session}"]'))
+    card = f'.pending-item[data-call="{call}"]'
+    await until(browser, find(f"{card} button.approve"))
+    shown = await asyncio.to_thread(browser.execute_script, """
+        const box = (element) => element.getBoundingClientRect();
+        const targets = [...document.querySelectorAll(
+          "#detail button, #detail input:not([type=checkbox]):not([type=hidden]), #detail textarea, #detail select")]
+          .filter((element) => element.offsetParent !== null);
+        return { inner: window.innerWidth, scroll: document.documentElement.scrollWidth,
+                 list: box(document.getElementById("list")), detail: box(document.getElementById("detail")),
+                 small: targets.filter((element) => box(element).height < 44).map((element) => element.outerHTML.slice(0, 80)),
+                 fonts: targets.filter((element) => element.tagName !== "BUTTON")
+                   .map((element) => parseFloat(getComputedStyle(element).fontSize)),
+                 count: targets.length };""")
+    assert shown["inner"] == 390, f"the page lays out wider than the phone's 390 px: {shown}"
+    assert shown["scroll"] <= shown["inner"], f"the page is wider than the phone: {shown}"
+    assert shown["detail"]["top"] >= shown["list"]["bottom"], f"the card is beside the list, not under it: {shown}"
+    assert shown["count"] >= 3 and shown["small"] == [], shown
+    assert shown["fonts"] and min(shown["fonts"]) >= 16, shown
+    await screenshot(browser, "web-phone.png")
