@@ -101,7 +101,7 @@ class Mailer:
         """(label, URL) per choice, each a token for this person's one decision from this mail."""
         item = notification.item
         deadline = item.get("deadline")
-        expires = (datetime.fromisoformat(deadline) if deadline
+        expires = (datetime.fromisoformat(deadline.replace("Z", "+00:00")) if deadline
                    else notification.at + timedelta(days=LINKS_LAST_DAYS))
         base = self.public_url.rstrip("/") + "/decide/"
         return [(choice_label(verb, answer), base + make_link_token(self.link_key, LinkClaims(
@@ -144,7 +144,9 @@ async def mail_all(mail: Mailer, notification: Notification, sent: set[str], rec
                    attempt: int) -> list[MailFailed]:
     """A mail to each recipient not in `sent` (an earlier attempt's), one after the other; each
     sent mail is added to `sent` and recorded at once, each failure one line in the worker's log."""
-    failures = []
+    failures: list[MailFailed] = []
+    if notification.event not in SUBJECTS:  # only a pause that waits gets a card with decision links
+        return failures
     for person, address in mail.recipients(notification).items():
         if f"mail:{person}" in sent:
             continue
