@@ -1,7 +1,7 @@
 """The FastAPI application behind `python starter.py serve`.
 
 Routers live beside this file, one per resource (sessions, calls, inbox, events,
-the web page, the codec); this module only assembles them with what every route
+the web page, the codec, A2A's door); this module only assembles them with what every route
 shares: the Temporal connection, the tokens file, the operator's policy, the
 decision-signing key, the limits on reading, and the answers every response
 gets (503 while Temporal is unreachable, no framing).
@@ -29,7 +29,7 @@ from temporalio.converter import PayloadCodec
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.service import RPCError
 
-from hitl.api import calls, codec, decide_links, events, inbox, people, sessions, web
+from hitl.api import a2a, calls, codec, decide_links, events, inbox, people, sessions, web
 from hitl.api.access import Policy
 from hitl.api.auth import StreamTickets, TokenBook, TokenFileError, hide_queries_from_access_log
 from hitl.api.body_limit import BodyLimit
@@ -107,7 +107,7 @@ def create_app(
     app.add_middleware(BodyLimit)  # added late: it runs before anything reads a body
     observe(app)  # around it (reading no body), when operators ask for metrics or traces (docs/observability.md)
     app.include_router(codec.router)
-    for resource in (sessions, calls, inbox, events, people, web, decide_links):
+    for resource in (sessions, calls, inbox, events, people, a2a, web, decide_links):
         app.include_router(resource.router)
     hide_queries_from_access_log()
 
