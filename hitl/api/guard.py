@@ -74,16 +74,19 @@ def allowed(action: Action) -> Callable[..., Any]:
 
     async def grant(request: Request, session_id: str, person: str = Depends(caller)) -> AsyncIterator[Grant]:
         if action != "read":
-            session = await session_facts(request, session_id)
-            refuse_unless(verdict(person, action, session, policy_of(request)))
-            yield Grant(person, session)
+            yield await granted(request, session_id, person, action)
             return
         with request.app.state.reads.slot(person):
-            session = await session_facts(request, session_id)
-            refuse_unless(verdict(person, action, session, policy_of(request)))
-            yield Grant(person, session)
+            yield await granted(request, session_id, person, action)
 
     return grant
+
+
+async def granted(request: Request, session_id: str, person: str, action: Action) -> Grant:
+    """The table's answer for `action` on the session, for a door that is not a session route (AG-UI)."""
+    session = await session_facts(request, session_id)
+    refuse_unless(verdict(person, action, session, policy_of(request)))
+    return Grant(person, session)
 
 
 def allowed_on_call(verb: str) -> Callable[..., Any]:

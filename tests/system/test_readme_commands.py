@@ -69,6 +69,7 @@ GUIDED_SECTION = "### 2. The same, piece by piece"
 DEMO_SECTION = "### 1. The demo"
 INBOX_SECTION = "## Who waits for whom: the inbox, and following a session live"
 API_SECTION = "### 3. People anywhere: the web inbox and the HTTP API"  # run by tests/integration/test_api_readme.py
+AG_UI_SECTION = "## AG-UI: `POST /ag-ui`"  # run by tests/integration/test_ag_ui.py
 STORY_SECTIONS = (GUIDED_SECTION, "## Driving a session with the `temporal` CLI alone", INBOX_SECTION, API_SECTION)
 DEV_SERVER = ("temporal server start-dev --db-filename .hitl/server.db --search-attribute HitlState=Keyword "
               "--search-attribute HitlPendingTools=KeywordList --search-attribute HitlWaitingSince=Datetime "
@@ -924,7 +925,8 @@ def processes_in(folder: Path) -> list[str]:
 def test_every_printed_command_is_run_or_excused() -> None:
     run_elsewhere = {DEMO_COMMAND, DEMO_HELP, LOCAL_MODEL_WORKER, OWN_TOOLS_WORKER, MCP_TOOLS, MCP_WORKER, PUBLIC_KEY,
                      EMAIL_LINK_KEY}
-    stories = [c for heading in STORY_SECTIONS for block in bash_blocks(section(heading)) for c in command_lines(block)]
+    stories = [c for heading in (*STORY_SECTIONS, AG_UI_SECTION) for block in bash_blocks(section(heading))
+               for c in command_lines(block)]
     in_depth = [c for commands in blocks() for c, _ in commands]
     run = {normalised(c) for c in [*stories, *in_depth, *run_elsewhere]}
     unaccounted = [c for c in printed_commands() if c not in run and c not in NOT_RUN]
