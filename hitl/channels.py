@@ -1,4 +1,4 @@
-"""HITL_CHANNELS: where people hear of the pauses that need them (docs/interface.md, "Signed webhooks").
+"""HITL_CHANNELS: where people hear of the pauses that need them (docs/interface.md, "Signed webhooks", "Slack").
 
 Read once when the worker starts. A file that cannot be used, or a secret it
 names that the environment lacks, stops the worker there with one line, as a
@@ -6,8 +6,9 @@ bad HITL_POLICY does. Secrets are named, never written in the file
 (`secret_env` names a variable, HITL_WEBHOOK_SECRET say): their values stay
 in the worker's environment, which tool servers never inherit
 (activities/mcp/connection.py starts them with the MCP SDK's short list).
-`webhooks` and `email` act (activities/webhooks.py, activities/mail.py); the
-other parts are checked so a file written for them is right before they do.
+`webhooks`, `slack` and `email` act (activities/webhooks.py, activities/slack.py and the
+API's hitl/api/slack.py, activities/mail.py and hitl/api/decide_links.py); the other parts are
+checked so a file written for them is right before they do.
 """
 
 from __future__ import annotations

@@ -89,6 +89,7 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, Continuing, C
         self.state: SessionState = "running"
         self.closed_reason: str | None = None
         self.notifications_in_flight = 0
+        self.notices_in_flight: dict[str, int] = {}  # by call id: a `settled` notice waits for them
         self.hands_over_anywhere = False
         self.hand_over_blocked = False
         self.handing_over = False

@@ -27,12 +27,19 @@ DEFAULT_DECIDERS = "the session's owner, participants and operators"
 class OpenCall(Protocol):
     """What the rule reads of a pending call (workflows/pauses.py's PendingCall, an inbox row)."""
 
-    kind: str
-    tool: str
-    approvers: list[str] | None
-    four_eyes: bool
-    requested_by: str | None
-    approvals: list[str]
+    # Read-only, so that a model whose `kind` is narrower (PendingCall's PauseKind) still fits.
+    @property
+    def kind(self) -> str: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def approvers(self) -> list[str] | None: ...
+    @property
+    def four_eyes(self) -> bool: ...
+    @property
+    def requested_by(self) -> str | None: ...
+    @property
+    def approvals(self) -> list[str]: ...
 
 
 class CallRules(BaseModel):

@@ -27,6 +27,7 @@ from workflows.pauses import ClaimVerdict, Verdict, Vote
 from workflows.recorder import door
 from workflows.rules import args_sha256, grant_from
 from workflows.session import CancelRequest, UserMessage
+from workflows.agent_parts import AgentParts
 
 with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
@@ -50,7 +51,7 @@ def decoded(payload: RawValue | None | TooManyArguments) -> Any:
     if reason is not None:
         raise Refusal(f"unreadable payload: {reason}", code="invalid")
     try:
-        return workflow.payload_converter().from_payload(payload.payload, None)
+        return workflow.payload_converter().from_payload(payload.payload)
     except Exception as error:
         raise Refusal(f"malformed payload: {clip(str(error), RECORDED_BYTES)}", code="invalid") from None
 
@@ -59,7 +60,7 @@ def _recorded(value: Any) -> str | None:
     return clip(value, RECORDED_BYTES) if isinstance(value, str) else None
 
 
-class Inbound:
+class Inbound(AgentParts):
     """Mixed into AgentWorkflow: the bodies behind its signals and Updates (workflows/handlers.py)."""
 
     def refuse_while_busy(self) -> None:

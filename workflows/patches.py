@@ -80,6 +80,10 @@ RESULTS_READ_AS_THEIR_TYPE = "activity-results-read-as-their-type"
 # the policy's "always". The newest, asked at run start: it implies every patch above.
 CARRIED_PROVEN_AND_POLICY_FLOOR = "carried-state-proven-policy-floor-binds-session-rules"
 
+# Asked when a pause that channels showed is settled (their messages returned by the notify
+# activity): before it, no `settled` notification was sent, and the messages kept showing the pause.
+SETTLED_NOTICES = "notify-settled-to-the-messages-that-showed-it"
+
 # The patches asked at run start, newest first, each with the behaviour it brought: a run that has
 # one has every older one, and none of the newer.
 RUN_START_PATCHES = (

@@ -20,6 +20,7 @@ from workflows.deciders import refusal_to_decide
 from workflows.decisions import Answer, Approve, Claim, Decision, Refusal, Reject, Release
 from workflows.forms import MAX_ANSWER, check_answer, describe_validation_error
 from workflows.limits import utf8_size
+from workflows.requests import MessageRef
 from workflows.rules import Remember, args_sha256
 
 with workflow.unsafe.imports_passed_through():
@@ -28,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
 if TYPE_CHECKING:
     from hitl.catalog.specs import ToolCatalog
 
+MESSAGES_PER_PAUSE = 50
 PauseKind = Literal["approval", "question", "review"]
 Outcome = Literal[
     "approved", "edited", "rejected", "answered", "declined", "timed_out", "moved_on", "cancelled"
@@ -134,6 +136,15 @@ class Pauses(BaseModel):
     open: list[PendingCall] = Field(default_factory=list)
     settled: dict[str, Settlement] = Field(default_factory=dict)
     decided: dict[str, str] = Field(default_factory=dict)
+    # The messages each pause was shown in, by call id, kept until its `settled` notice takes them.
+    shown: dict[str, list[MessageRef]] = Field(default_factory=dict)
+
+    def show(self, call_id: str, messages: list[MessageRef]) -> None:
+        """Remember where a pause was shown; at most MESSAGES_PER_PAUSE (the notify activity's
+        result, which this reads, is not to be trusted with the session's size)."""
+        if messages:
+            kept = self.shown.setdefault(call_id, [])
+            kept.extend(messages[: max(0, MESSAGES_PER_PAUSE - len(kept))])
 
     def request(self, item: PendingCall) -> None:
         self.open.append(item)

@@ -191,7 +191,9 @@ class OperatorPolicy(BaseModel):
         escalated = self.expand(session.get("escalate_to") or [])
         for name in tools:
             floor = self.floor_for(name)
-            outside = sorted(escalated - set(floor.approvers)) if floor and floor.approvers is not None else []
+            if floor is None or floor.approvers is None:
+                continue
+            outside = sorted(escalated - set(floor.approvers))
             if outside:
                 problems.append(f"escalate_to: {', '.join(outside)} may not decide {name} under the operator's "
                                 f"policy ({floor.line})")

@@ -29,7 +29,7 @@ from temporalio.converter import PayloadCodec
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.service import RPCError
 
-from hitl.api import a2a, ag_ui, calls, codec, decide_links, events, inbox, people, sessions, web
+from hitl.api import a2a, ag_ui, calls, codec, decide_links, events, inbox, people, sessions, slack, web
 from hitl.api.access import Policy
 from hitl.api.auth import StreamTickets, TokenBook, TokenFileError, hide_queries_from_access_log
 from hitl.api.body_limit import BodyLimit
@@ -40,6 +40,7 @@ from hitl.api.json_bodies import StrictJsonBodies
 from hitl.api.observed import observe
 from hitl.api.owned_sessions import SessionsPerPerson
 from hitl.api.reading import limits_from_env
+from hitl.channels import ChannelsError, channels_from_env
 from hitl.decision_keys import KeyConfigError
 from hitl.decision_keys import signing_key as read_signing_key
 from hitl import telemetry
@@ -76,9 +77,11 @@ def create_app(
     tokens: TokenBook | Followed[TokenBook] | None = None,
     policy: Policy | Followed[Policy | None] | None | str = "from HITL_POLICY",
     bind_host: str | None = None,
+    slack_door: slack.SlackDoor | None | str = "from HITL_CHANNELS",
 ) -> FastAPI:
-    """The app; `client`, `task_queue` and `policy` default to the environment's (tests pass their
-    own). A malformed HITL_API_TOKENS or HITL_POLICY file raises here, before anything is served."""
+    """The app; `client`, `task_queue`, `policy` and `slack_door` default to the environment's (tests
+    pass their own). A malformed HITL_API_TOKENS, HITL_POLICY or HITL_CHANNELS file raises here,
+    before anything is served."""
     # FastAPI's own telemetry stays off: it would open a second server span per request, in a
     # trace of its own, and record the query string, where an event stream's ticket travels.
     # The request span and metrics are hitl/api/observed.py's (path and route only).
@@ -94,6 +97,7 @@ def create_app(
     app.state.signer = lru_cache(maxsize=1)(signing_key)
     app.state.tickets = StreamTickets(lambda: ticket_secret(seed_of(app.state.signer()[1])))
     app.state.feeds = events.Feeds()
+    app.state.slack = slack.slack_door(channels_from_env(), os.environ) if isinstance(slack_door, str) else slack_door
     app.state.used_links = decide_links.UsedLinks()
     app.add_middleware(
         CORSMiddleware,
@@ -107,7 +111,7 @@ def create_app(
     app.add_middleware(BodyLimit)  # added late: it runs before anything reads a body
     observe(app)  # around it (reading no body), when operators ask for metrics or traces (docs/observability.md)
     app.include_router(codec.router)
-    for resource in (sessions, calls, inbox, events, people, ag_ui, a2a, web, decide_links):
+    for resource in (sessions, calls, inbox, events, people, ag_ui, a2a, web, slack, decide_links):
         app.include_router(resource.router)
     hide_queries_from_access_log()
 
@@ -210,7 +214,7 @@ def serve(host: str | None = None, port: int | None = None) -> None:
             print(f"api: {line}")
         app = create_app(bind_host=host)
         signing_key()  # a malformed key stops the server now; a local key file is made now
-    except (TokenFileError, KeyConfigError, PolicyError, StartRefused, telemetry.TelemetryError) as error:
+    except (TokenFileError, KeyConfigError, PolicyError, ChannelsError, StartRefused, telemetry.TelemetryError) as error:
         sys.exit(f"error: {error}")
     uvicorn.run(app, host=host, port=port or int(os.environ.get("HITL_API_PORT", "8000")))
 

@@ -89,7 +89,7 @@ async def granted(request: Request, claims: LinkClaims) -> Grant:
     if request.app.state.used_links.was_used(claims.mail):
         raise await used_refusal(request, claims)
     try:
-        grant = await grant_on_call(request, claims.session_id, claims.call_id, claims.verb, claims.person)
+        grant = await grant_on_call(request, claims.session_id, claims.call_id, claims.person, claims.verb)
     except HTTPException as refusal:
         # Once settled, the call is no longer the person's to read (404): the link still says who settled it.
         settled = await settled_refusal(request, claims, "") if refusal.status_code == 404 else None

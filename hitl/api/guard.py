@@ -92,15 +92,17 @@ async def granted(request: Request, session_id: str, person: str, action: Action
 def allowed_on_call(verb: str) -> Callable[..., Any]:
     """The dependency for a decision (`verb`) on the path's `call_id`: the call's own rules from the
     session's `pending` query (the memo clips), 404 for whoever may not even read the session."""
+
     async def grant(request: Request, session_id: str, call_id: str, person: str = Depends(caller)) -> Grant:
-        return await grant_on_call(request, session_id, call_id, verb, person)
+        return await grant_on_call(request, session_id, call_id, person, verb)
 
     return grant
 
 
-async def grant_on_call(request: Request, session_id: str, call_id: str, verb: str, person: str) -> Grant:
-    """`allowed_on_call` for a person another door proved (an email link): the same table, the
-    same call rules, the same 404, 403 and 409."""
+async def grant_on_call(request: Request, session_id: str, call_id: str, person: str, verb: str) -> Grant:
+    """What `allowed_on_call` checks, for a person a door has proven otherwise than by a bearer
+    token (a Slack user that `people` maps, hitl/api/slack.py; an email link's person,
+    hitl/api/decide_links.py)."""
     action: Action = "claim" if verb in ("claim", "release") else "decide"
     session = await session_facts(request, session_id)
     policy = policy_of(request)
@@ -123,7 +125,7 @@ async def pending_item(request: Request, session_id: str, call_id: str) -> dict[
 
 async def settlement_of(request: Request, session_id: str, call_id: str) -> str | None:
     """How the call was settled, from the audit across runs ("approved by ana via email at ..."),
-    or None while it was not."""
+    or None while it was not (asked once the call no longer waits: an approval of N-of-M is recorded too)."""
     trail = await read_all(await temporal(request).get(), session_id, AUDIT_PAGE.name, "events")
     events = [event for event in trail
               if event.get("call_id") == call_id and event["event"] not in ("refused", "requested")]

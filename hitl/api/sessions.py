@@ -32,6 +32,7 @@ from hitl.client.summary import session_summary
 from hitl.settings import ENCRYPTED
 from workflows.contract import (
     AUDIT_PAGE, CANCEL, PENDING, STATUS, TRANSCRIPT_PAGE, USER_MESSAGE, WAIT_UNTIL_SETTLED, WORKFLOW, WORKFLOW_RESULT,
+    PendingItem, SessionStatus,
 )
 from workflows.forms import describe_validation_error
 from workflows.proofs import MESSAGE_CALL_ID
@@ -121,10 +122,10 @@ async def start_session(request: Request, body: dict[str, Any] = Body(...), pers
     gateway = temporal(request)
     client = await gateway.get()
     summary, details = session_summary(workflow_input, session_id, started_with="the HTTP API", encrypted=ENCRYPTED)
-    start = WithStartWorkflowOperation(
+    start = WithStartWorkflowOperation(  # type: ignore[call-overload]  # plain payloads, not str: see hitl/client/summary.py
         WORKFLOW, workflow_input, id=session_id, task_queue=await gateway.queue(), result_type=WORKFLOW_RESULT,
         id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-        static_summary=summary, static_details=details,  # type: ignore[arg-type]  # plain payloads: see hitl/client/summary.py
+        static_summary=summary, static_details=details,
         memo={SESSION_MEMO: session_memo(workflow_input)},
     )
     owned: SessionsPerPerson = request.app.state.sessions_per_person
@@ -162,13 +163,14 @@ async def why_it_ended(client: Client, session_id: str) -> str | None:
     return None
 
 
-@router.get("/{session_id}")
+@router.get("/{session_id}", response_model=SessionStatus)
 async def status(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> dict[str, Any]:
     """The `status` query."""
     return await session_read(request, grant, STATUS.name, lambda: run_query(request, session_id, STATUS))
 
 
-@router.get("/{session_id}/pending")
+# Without the unset fields, as the query answers (PendingCall.view): what goes over the wire is the query's.
+@router.get("/{session_id}/pending", response_model=list[PendingItem], response_model_exclude_none=True)
 async def pending(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> list[dict[str, Any]]:
     """The `pending` query: what waits for a person, with the rules that govern each item, what
     approving it does and what its deadline does (hitl/client/consequences.py)."""

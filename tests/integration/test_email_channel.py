@@ -36,7 +36,11 @@ def mail_to(folder: Path, inbox: Inbox, public_url: str = "https://hitl.example.
 
 
 async def received(inbox: Inbox, count: int) -> list:
-    return await eventually(lambda: asyncio.sleep(0, list(inbox.received)), lambda seen: len(seen) >= count)
+    return await eventually(lambda: asyncio.sleep(0, inbox.cards()), lambda seen: len(seen) >= count)
+
+
+async def settled_mails(inbox: Inbox, count: int) -> list:
+    return await eventually(lambda: asyncio.sleep(0, inbox.settled()), lambda seen: len(seen) >= count)
 
 
 APPROVERS = {"approvers": {"delete_file": ["ana", "carol"]}}
@@ -49,7 +53,7 @@ async def test_the_approver_gets_the_card_and_one_link_per_choice(
     it, then ana gets one mail with who asked, the message, the tool, its arguments, why, the
     deadline, and an approve and a reject link, each bound to her, the call and its arguments."""
     with mail_server() as inbox:
-        async with build_worker(env.client, "mail-card", OfflineModel(), workspace, mail=mail_to(tmp_path, inbox)):
+        async with build_worker(env.client, "mail-card", OfflineModel(), workspace, message_channels=[mail_to(tmp_path, inbox)]):
             session = await Agent(env.client, "mail-card", workspace).start("please delete notes.txt", by="dave", **APPROVERS)
             [item] = await pending_items(session)
             [mail] = await received(inbox, 1)
@@ -77,18 +81,22 @@ async def test_a_retry_mails_only_whom_the_first_attempt_did_not_reach(
 ) -> None:
     """Given two approvers with addresses and a mail server that defers bob's first mail, when a
     session pauses, then the worker says so in one line, Temporal retries the notification, and
-    each of them has exactly one mail: ana's is not sent again."""
+    each of them has exactly one mail: ana's is not sent again. Once the session is cancelled,
+    each of them gets one short mail saying so."""
     with mail_server() as inbox:
         inbox.refuse_once.add("bob@example.com")
-        async with build_worker(env.client, "mail-retry", OfflineModel(), workspace, mail=mail_to(tmp_path, inbox)):
+        async with build_worker(env.client, "mail-retry", OfflineModel(), workspace, message_channels=[mail_to(tmp_path, inbox)]):
             session = await Agent(env.client, "mail-retry", workspace).start(
                 "please delete notes.txt", approvers={"delete_file": ["ana", "bob"]})
             await pending_items(session)
             await received(inbox, 2)
             await session.signal("cancel", {})
             await session.result()
+            ended = await settled_mails(inbox, 2)
     assert inbox.refused == ["bob@example.com"]
-    assert sorted(mail["To"] for mail in inbox.received) == ["ana@example.com", "bob@example.com"]
+    assert sorted(mail["To"] for mail in inbox.cards()) == ["ana@example.com", "bob@example.com"]
+    assert sorted(mail["To"] for mail in ended) == ["ana@example.com", "bob@example.com"]
+    assert all(text_of(mail).startswith("settled: cancelled\n") for mail in ended), [text_of(m) for m in ended]
     [line] = [record.getMessage() for record in caplog.records if record.name == "hitl.mail"]
     assert f"mail server {inbox.url} answered 451" in line and "bob" in line and "sends it again" in line, line
 
@@ -99,7 +107,7 @@ async def test_with_the_mail_server_down_the_worker_says_so_once_and_mails_when_
     """Given a mail server that is not listening, when a session pauses, then the worker logs one
     line naming the server and that it will retry; once the server is up, ana gets her mail once."""
     with mail_server(up=False) as inbox:
-        async with build_worker(env.client, "mail-down", OfflineModel(), workspace, mail=mail_to(tmp_path, inbox)):
+        async with build_worker(env.client, "mail-down", OfflineModel(), workspace, message_channels=[mail_to(tmp_path, inbox)]):
             session = await Agent(env.client, "mail-down", workspace).start("please delete notes.txt", **APPROVERS)
             await pending_items(session)
             await eventually(lambda: asyncio.sleep(0, [r for r in caplog.records if r.name == "hitl.mail"]), bool)

@@ -31,7 +31,15 @@ class Inbox:
         return f"smtp://127.0.0.1:{self.port}"
 
     def to(self, address: str) -> list[EmailMessage]:
-        return [mail for mail in self.received if mail["To"] == address]
+        """The cards with decision links `address` received (the settled notes aside)."""
+        return [mail for mail in self.cards() if mail["To"] == address]
+
+    def cards(self) -> list[EmailMessage]:
+        return [mail for mail in self.received if not mail["Subject"].startswith("Settled:")]
+
+    def settled(self) -> list[EmailMessage]:
+        """The short mails that say how a pause the recipient was mailed about ended."""
+        return [mail for mail in self.received if mail["Subject"].startswith("Settled:")]
 
     def start(self) -> None:
         inbox = self

@@ -15,7 +15,7 @@ import httpx2 as httpx
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from activities.mail import mailer
+from activities.mail import mail_messages
 from activities.offline_model import OfflineModel
 from hitl.channels import channels_from_env
 from hitl.decision_keys import worker_email_link_key
@@ -23,6 +23,7 @@ from hitl.worker import build_worker
 from tests.support.api_server import Api, serving, signing_key  # noqa: F401  (fixtures)
 from tests.support.browser import NEEDS_CHROMIUM, browser, click, find, text_of, until  # noqa: F401  (browser: a fixture)
 from tests.support.mail_server import Inbox, links_in, mail_server
+from tests.support.mail_server import text_of as mail_text
 from tests.support.sessions import Agent, eventually, pending_items
 
 pytestmark = NEEDS_CHROMIUM
@@ -41,8 +42,8 @@ async def mailing_api(env: WorkflowEnvironment, workspace: Path, tmp_path: Path,
         path.write_text(json.dumps({"public_url": api.base, "people": {"ana": {"email": ANA}},
                                     "email": {"smtp_url": inbox.url, "from": "agent@example.com"}}))
         environ = {"HITL_CHANNELS": str(path)}
-        mail = mailer(channels_from_env(environ), environ, worker_email_link_key)
-        async with build_worker(env.client, agent.task_queue, OfflineModel(), workspace, mail=mail):
+        mail = mail_messages(channels_from_env(environ), environ, worker_email_link_key)
+        async with build_worker(env.client, agent.task_queue, OfflineModel(), workspace, message_channels=mail):
             async with api as running:
                 yield running, inbox
 
@@ -52,6 +53,12 @@ async def mailed_links(api: Api, inbox: Inbox) -> tuple[str, str, dict[str, str]
     started = await api.start("olga", "please delete notes.txt", approvers={"delete_file": ["ana"]})
     [mail] = await eventually(lambda: asyncio.sleep(0, inbox.to(ANA)), bool)
     return started["session_id"], started["pending"][0]["call_id"], links_in(mail)
+
+
+async def settled_note(inbox: Inbox) -> str:
+    """The text of the one short mail ana got once the pause was settled."""
+    [mail] = await eventually(lambda: asyncio.sleep(0, [m for m in inbox.settled() if m["To"] == ANA]), bool)
+    return mail_text(mail)
 
 
 async def still_pending(api: Api, session_id: str) -> list[dict[str, Any]]:
@@ -89,6 +96,7 @@ async def test_ana_opens_the_link_in_her_mail_and_approves_with_one_click(
     [approved] = [event for event in await audit_of(api, session_id) if event["event"] == "approved"]
     assert (approved["call_id"], approved["by"], approved["via"]) == (call_id, "ana", "email")
     assert await tool_runs(api, session_id) == 1
+    assert (await settled_note(inbox)).startswith("settled: approved by ana via email\n")
 
     # Used: the link and the other link of that mail say who settled the call, and decide nothing.
     async with httpx.AsyncClient() as http:
@@ -126,6 +134,7 @@ async def test_a_link_decides_nothing_when_scanned_altered_or_the_call_was_settl
         for method in ("GET", "POST"):
             late = await http.request(method, links["Approve"])
             assert late.status_code == 409 and "already settled (rejected by ana via api" in late.text, late.text
+    assert (await settled_note(inbox)).startswith("settled: rejected by ana via api\n")
     assert await tool_runs(api, session_id) == 0
     assert (api.agent.workspace / "notes.txt").exists()
 

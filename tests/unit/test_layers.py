@@ -10,7 +10,9 @@ An AST walk over every import statement, lazy ones inside functions included:
 - `hitl.api` and `hitl.console` never import each other;
 - the worker (`hitl.worker`) never imports the faces: it runs where no person does;
 - nothing imports the entry points `worker.py` and `starter.py`;
-- no cycle: no module of the product imports itself through others.
+- no cycle: no module of the product imports itself through others;
+- the product (not its tests) imports only the SDK's public modules: a private one
+  (`temporalio.worker._command_aware_visitor`) may change in any release.
 
 `python -m tests.unit.test_layers` prints every wrong-way import and their count.
 """
@@ -88,6 +90,9 @@ def broken_rule(found: Import) -> str | None:
             return "workflows imports only workflows and hitl.catalog"
         if top not in PROJECT and top not in sys.stdlib_module_names and top not in WORKFLOW_THIRD_PARTY:
             return "workflows imports only the standard library, pydantic, temporalio and cryptography"
+    if (top == "temporalio" and not within(importer, "tests", "bench")
+            and any(part.startswith("_") for part in imported.split("."))):
+        return "the product imports only the SDK's public modules"
     if within(importer, "activities") and within(imported, *FACES):
         return "activities never import hitl.api, hitl.console, hitl.client or hitl.cli"
     if within(importer, "hitl.client") and within(imported, "hitl.api", "hitl.console", "hitl.cli"):
@@ -182,6 +187,7 @@ def test_a_cycle_is_seen() -> None:
     ("bench.load", "worker", "nothing imports the entry points worker.py and starter.py"),
     ("tests.integration.test_inbox", "starter", "nothing imports the entry points worker.py and starter.py"),
     ("hitl.worker", "hitl.console.startup", "the worker never imports hitl.api, hitl.console, hitl.client or hitl.cli"),
+    ("hitl.sandbox_runner", "temporalio.worker._command_aware_visitor", "the product imports only the SDK's public modules"),
 ])
 def test_each_rule_catches_what_it_forbids(importer: str, imported: str, rule: str) -> None:
     assert broken_rule(Import(importer, imported, "x.py:1")) == rule
@@ -194,6 +200,7 @@ def test_each_rule_catches_what_it_forbids(importer: str, imported: str, rule: s
     ("hitl.console.chat", "hitl.client.events"),
     ("hitl.cli", "hitl.api.app"),
     ("tests.conftest", "hitl.worker"),
+    ("hitl.plugin", "temporalio.worker.workflow_sandbox"),
 ])
 def test_the_allowed_directions_pass(importer: str, imported: str) -> None:
     assert broken_rule(Import(importer, imported, "x.py:1")) is None

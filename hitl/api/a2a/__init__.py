@@ -27,7 +27,7 @@ router = APIRouter(tags=["a2a"])
 class CallerContext(DefaultServerCallContextBuilder):
     """The call context with the request and the person its token names."""
 
-    def build(self, request: Request) -> ServerCallContext:  # type: ignore[override]
+    def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
         context.state["request"] = request
         context.state["person"] = request.state.person
