@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.message import EmailMessage
 from email.utils import make_msgid
+from functools import partial
 from typing import Callable, Mapping
 from urllib.parse import urlsplit
 
@@ -87,7 +88,7 @@ class SmtpServer:
             raise MailFailed(f"mail server {self.shown} unreachable: {error}", False) from None
 
 
-@dataclass(frozen=True)
+@dataclass
 class Mailer:
     """The email channel: `show` mails a waiting pause's card, `settle` how it ended."""
 
@@ -104,14 +105,14 @@ class Mailer:
         mails = {f"{self.name}:{notification.event}:{person}": (person, address)
                  for person, address in self.recipients(notification).items()}
         await self.each(notification, progress, saved, {
-            key: (person, lambda person=person, address=address: self.compose(notification, person, address))
+            key: (person, partial(self.compose, notification, person, address))
             for key, (person, address) in mails.items() if key not in progress.shown})
 
     async def settle(self, notification: Notification, progress: Progress, saved: Saved) -> None:
         people = dict.fromkeys(self.person_of(notification, ref) for ref in notification.messages
                                if ref.channel == self.name and ref.ref not in progress.updated)
         await self.each(notification, progress, saved, {
-            self.reference(notification, person).ref: (person, lambda person=person: self.ended(notification, person))
+            self.reference(notification, person).ref: (person, partial(self.ended, notification, person))
             for person in people if person is not None and person in self.addresses})
 
     async def each(self, notification: Notification, progress: Progress, saved: Saved,
