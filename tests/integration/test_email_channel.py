@@ -120,3 +120,27 @@ async def test_with_the_mail_server_down_the_worker_says_so_once_and_mails_when_
     assert lines and all("\n" not in line and not record.exc_info
                          for line, record in zip(lines, caplog.records)), lines
     assert f"mail server {inbox.url} unreachable" in lines[0] and "sends it again" in lines[0], lines[0]
+
+
+async def test_a_settled_notice_mails_only_whom_this_worker_mailed(tmp_path: Path) -> None:
+    """The references a settled notice hands back come from an activity result anyone who reaches
+    the frontend may complete: one this worker signed for that call mails its person once; one made
+    up, or signed for another call, mails nobody."""
+    from datetime import datetime, timezone
+
+    from activities.message_channels import Progress
+    from workflows.requests import MessageRef, Notification, SettledNotice
+
+    with mail_server() as inbox:
+        mail = mail_to(tmp_path, inbox)
+        item = {"call_id": "call_1", "tool": "delete_file", "args": {}, "args_sha256": "x"}
+        shown = Notification(session_id="s-1", event="requested", item=item, to=["ana"], at=datetime.now(timezone.utc))
+        other_call = shown.model_copy(update={"item": {**item, "call_id": "call_2"}})
+        settled = shown.model_copy(update={
+            "event": "settled", "settled": SettledNotice(outcome="approved", by="bob", via="slack"),
+            "messages": [mail.reference(shown, "ana"), mail.reference(shown, "ana"),
+                         MessageRef(channel="email", ref="bob/made-up"), mail.reference(other_call, "bob")]})
+        await mail.settle(settled, Progress(), lambda: None)
+    [note] = inbox.received
+    assert note["To"] == "ana@example.com" and note["Subject"] == "Settled: delete_file: approved by bob via slack"
+    assert text_of(note).startswith("settled: approved by bob via slack\n")
