@@ -17,6 +17,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.mail import mail_messages
 from activities.offline_model import OfflineModel
+from activities.slack import slack_messages
+from hitl.api.slack import slack_door
 from hitl.channels import channels_from_env
 from hitl.decision_keys import worker_email_link_key
 from hitl.worker import build_worker
@@ -25,6 +27,7 @@ from tests.support.browser import NEEDS_CHROMIUM, browser, click, find, text_of,
 from tests.support.mail_server import Inbox, links_in, mail_server
 from tests.support.mail_server import text_of as mail_text
 from tests.support.sessions import Agent, eventually, pending_items
+from tests.support.slack_api import BOT_TOKEN, SIGNING_SECRET, click, signed, slack_api
 
 pytestmark = NEEDS_CHROMIUM
 ANA = "ana@example.com"
@@ -160,3 +163,39 @@ async def test_a_mails_links_make_one_decision_even_while_the_call_still_waits(
             assert reused.status_code == 410 and "links were used already" in reused.text, reused.text
     [item] = await still_pending(api, session_id)
     assert item["approvals"] == ["ana"] and await tool_runs(api, session_id) == 0
+
+
+async def test_ana_approves_in_slack_and_her_mail_says_so(
+    env: WorkflowEnvironment, workspace: Path, tmp_path: Path, signing_key: str
+) -> None:
+    """Given a pause that reaches ana in Slack and by mail, when she approves from Slack, then the
+    tool runs once, she gets a short mail 'settled: approved by ana via slack', and the links of
+    her first mail say so and decide nothing."""
+    agent = Agent(env.client, "mail-and-slack", workspace)
+    with mail_server() as inbox, slack_api() as slack:
+        api = serving(agent, slack_door=None)
+        path = tmp_path / "channels.json"
+        path.write_text(json.dumps({
+            "public_url": api.base, "people": {"ana": {"email": ANA, "slack": "U0ANA"}},
+            "email": {"smtp_url": inbox.url, "from": "agent@example.com"},
+            "slack": {"bot_token_env": "SLACK_BOT_TOKEN", "signing_secret_env": "SLACK_SIGNING_SECRET",
+                      "channel": "C0APPROVALS", "api_url": slack.base_url}}))
+        environ = {"HITL_CHANNELS": str(path), "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET}
+        channels = channels_from_env(environ)
+        api.app.state.slack = slack_door(channels, environ)  # the file names the API's address: the door comes after
+        channels_shown = [*slack_messages(channels, environ), *mail_messages(channels, environ, worker_email_link_key)]
+        async with build_worker(env.client, agent.task_queue, OfflineModel(), workspace, message_channels=channels_shown):
+            async with api as running:
+                session_id, _, links = await mailed_links(running, inbox)
+                posted = await eventually(lambda: asyncio.sleep(0, slack.answered("chat.postMessage")), bool)
+                [card] = [{**call.arguments, "channel": call.answer["channel"], "ts": call.answer["ts"]}
+                          for call in posted if call.answer is not None]
+                body, headers = signed(click("U0ANA", card, "approve"))
+                async with running.as_(None) as http:
+                    clicked = await http.post("/channels/slack/interactions", content=body, headers=headers)
+                    assert clicked.status_code == 200, clicked.text
+                assert (await settled_note(inbox)).startswith("settled: approved by ana via slack\n")
+                async with httpx.AsyncClient() as web:
+                    late = await web.get(links["Reject"])
+                assert late.status_code == 409 and "already settled (approved by ana via slack" in late.text, late.text
+                assert await tool_runs(running, session_id) == 1
