@@ -27,7 +27,8 @@ from tests.support.browser import NEEDS_CHROMIUM, browser, click, find, text_of,
 from tests.support.mail_server import Inbox, links_in, mail_server
 from tests.support.mail_server import text_of as mail_text
 from tests.support.sessions import Agent, eventually, pending_items
-from tests.support.slack_api import BOT_TOKEN, SIGNING_SECRET, click, signed, slack_api
+from tests.support.slack_api import BOT_TOKEN, SIGNING_SECRET, signed, slack_api
+from tests.support.slack_api import click as slack_click
 
 pytestmark = NEEDS_CHROMIUM
 ANA = "ana@example.com"
@@ -190,7 +191,7 @@ async def test_ana_approves_in_slack_and_her_mail_says_so(
                 posted = await eventually(lambda: asyncio.sleep(0, slack.answered("chat.postMessage")), bool)
                 [card] = [{**call.arguments, "channel": call.answer["channel"], "ts": call.answer["ts"]}
                           for call in posted if call.answer is not None]
-                body, headers = signed(click("U0ANA", card, "approve"))
+                body, headers = signed(slack_click("U0ANA", card, "approve"))
                 async with running.as_(None) as http:
                     clicked = await http.post("/channels/slack/interactions", content=body, headers=headers)
                     assert clicked.status_code == 200, clicked.text
