@@ -85,6 +85,17 @@ def refusal_to_decide(call: OpenCall, person: str | None, verb: str, *,
     return None
 
 
+def proven_members(person: str | None, groups: Iterable[str]) -> Callable[[Iterable[str]], set[str]]:
+    """Names as written, and `person` wherever a group their proof says they are in is named (the
+    workflow's `expand` for a verified decision under the policy's groups_from_identity)."""
+    named_groups = {f"@{group}" for group in groups}
+
+    def expand(names: Iterable[str]) -> set[str]:
+        names = set(names)
+        return names | ({person} if person is not None and names & named_groups else set())
+    return expand
+
+
 def waits_for(call: OpenCall, person: str, *,
               expand: Callable[[Iterable[str]], set[str]] | None = None,
               by_default: Callable[[str], bool] | None = None) -> bool:

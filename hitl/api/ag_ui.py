@@ -30,7 +30,8 @@ from temporalio.client import Client, WorkflowHandle
 
 from hitl.api.ag_ui_events import Translator, interrupt_of
 from hitl.api.ag_ui_resume import decide_resumed
-from hitl.api.auth import bearer_token, caller
+from hitl.api.auth import bearer_token, caller, identity
+from hitl.api.oidc import Identity
 from hitl.api.events import stream
 from hitl.api.gateway import run_query, temporal
 from hitl.api.guard import facts_of, granted
@@ -48,6 +49,7 @@ Ending = dict[str, Any]  # `wait_until_settled`'s answer: status, pending, and t
 
 @router.post("/ag-ui")
 async def run_agent(request: Request, body: dict[str, Any] = Body(...), person: str = Depends(caller),
+                    who: Identity = Depends(identity),
                     authorization: str | None = Header(default=None)) -> StreamingResponse:
     """An AG-UI run on the session named by `threadId`, streamed as AG-UI server-sent events."""
     try:
@@ -62,7 +64,7 @@ async def run_agent(request: Request, body: dict[str, Any] = Body(...), person: 
         raise HTTPException(422, "forwardedProps.session, when given, is the workflow input to start the session with")
     encoder = EventEncoder(accept=request.headers.get("accept") or "text/event-stream")
     give_back = request.app.state.streams.take(person)  # a run is a stream: 429 beyond the person's open streams
-    events = run_events(request, run, Reader(person, bearer_token(authorization)), options or {})
+    events = run_events(request, run, Reader.of(who, bearer_token(authorization)), options or {})
     return StreamingResponse((encoder.encode(event) async for event in events), media_type=encoder.get_content_type(),
                              headers=UNBUFFERED, background=BackgroundTask(give_back))
 

@@ -35,9 +35,19 @@ class Grant:
     item: dict[str, Any] | None = None
 
 
-def policy_of(request: Request) -> Policy | None:
+def policy_as_written(request: Request) -> Policy | None:
     """The operator's policy as its file says now (hitl/api/followed.py)."""
     return now(request.app.state.policy)
+
+
+def policy_of(request: Request) -> Policy | None:
+    """The operator's policy as it reads for the caller: with `groups_from_identity`, the groups
+    their OpenID token vouches for count."""
+    policy = policy_as_written(request)
+    who = getattr(request.state, "identity", None)
+    if policy is None or who is None or not who.groups:
+        return policy
+    return policy.as_seen_by(who.person, who.groups)
 
 
 async def session_facts(request: Request, session_id: str) -> SessionFacts:

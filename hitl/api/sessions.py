@@ -23,7 +23,7 @@ from hitl.api.access import may_start
 from hitl.api.auth import caller
 from hitl.api.calls import proof_for
 from hitl.api.gateway import Refused, now, run_query, send_signed, send_update, temporal
-from hitl.api.guard import Grant, allowed, policy_of, refuse_unless, session_read
+from hitl.api.guard import Grant, allowed, policy_as_written, refuse_unless, session_read
 from hitl.api.owned_sessions import SessionsPerPerson
 from hitl.client.consequences import with_consequences
 from hitl.client.refusals import reason_of
@@ -112,8 +112,10 @@ async def settle(request: Request, session_id: str, after_event: int, settled: d
 async def start_session(request: Request, body: dict[str, Any] = Body(...), person: str = Depends(caller)) -> Started:
     """Start a session (the workflow input as the body, `session_id` optional) and answer once its
     first turn has paused for a person or answered."""
-    refuse_unless(may_start(person, policy_of(request)))
-    session_id, workflow_input = session_input(body, person, policy_of(request))
+    # As the worker will read it at start: no token's groups (the start's proof carries none).
+    policy = policy_as_written(request)
+    refuse_unless(may_start(person, policy))
+    session_id, workflow_input = session_input(body, person, policy)
     if workflow_input["verified_decisions"]:
         # On one machine, the key file a worker trusts exists before the session. The start carries
         # the API's proof that the caller started it with this input: its first request is verified.
