@@ -27,6 +27,7 @@ from activities.observed_model import observed
 from activities.judging import catalog_verdicts, judge_calls, unknown_tools
 from activities.model import ModelActivities, ModelBackend, backend_from_env
 from activities.session_environment import SessionEnvironment
+from activities.mail import mail_messages
 from activities.message_channels import MessageChannel
 from activities.slack import slack_messages
 from activities.webhooks import SignedWebhook, shown_url, signed_webhooks
@@ -38,6 +39,7 @@ from hitl import heartbeat, telemetry
 from hitl.arguments import OneLineParser
 from hitl.bytecode import compile_once
 from hitl.channels import ChannelsError, channels_from_env
+from hitl.decision_keys import KeyConfigError, worker_email_link_key
 from hitl.exit_cleanly import exit_with
 from hitl.plugin import HitlPlugin
 from hitl.settings import Settings, connect, unreachable
@@ -248,7 +250,8 @@ async def main() -> None:
         channels = channels_from_env()  # and HITL_CHANNELS, or a secret it lacks
         webhooks = signed_webhooks(channels, os.environ)
         message_channels = slack_messages(channels, os.environ)
-    except (McpConfigError, PolicyError, ChannelsError) as error:
+        message_channels += mail_messages(channels, os.environ, worker_email_link_key)  # or the key of its links
+    except (McpConfigError, PolicyError, ChannelsError, KeyConfigError) as error:
         raise SystemExit(f"worker: {error}") from None
     print(f"worker: operator policy: {describe_policy(policy)}")
     try:
