@@ -44,6 +44,7 @@ from hitl.settings import Settings, connect, unreachable
 from workflows.agent import AgentWorkflow
 from workflows.arity import OneArgument
 from workflows.metrics import SessionMetrics
+from workflows.agents import AgentsError, agents_from_env
 from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
 
 
@@ -55,7 +56,7 @@ PURE_MODULES = (
     "workflows.requests", "workflows.rules", "workflows.session", "workflows.limits", "workflows.handover",
     "workflows.events", "workflows.metrics", "workflows.identity", "workflows.proofs", "workflows.visibility",
     "workflows.policy", "workflows.patches", "workflows.decisions", "workflows.transcript_index",
-    "workflows.contract", "workflows.deciders", "workflows.arity", "hitl.catalog",
+    "workflows.contract", "workflows.deciders", "workflows.arity", "workflows.agents", "hitl.catalog",
 )
 # The workflow's own code: workflows/agent.py and the mixins it is made of. Shared too: importing
 # the mixins again for every session was a tenth of a busy worker's time, and running the
@@ -66,7 +67,7 @@ PURE_MODULES = (
 WORKFLOW_MODULES = (
     "workflows.agent", "workflows.handlers", "workflows.inbound", "workflows.views", "workflows.waiting",
     "workflows.judging", "workflows.starting", "workflows.continuing", "workflows.closing", "workflows.recorder",
-    "workflows.activity_calls",
+    "workflows.activity_calls", "workflows.delegating",
 )
 SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
     "pydantic", "pydantic_core", "annotated_types", "typing_inspection", "cryptography", "jsonschema",
@@ -297,10 +298,13 @@ async def main() -> None:
     try:
         mcp = toolbox_from_env()  # a malformed HITL_MCP_CONFIG stops the worker here, with the reason
         policy = policy_from_env()  # so does a malformed HITL_POLICY
+        agents = agents_from_env()  # and HITL_AGENTS
         webhooks = signed_webhooks(channels_from_env(), os.environ)  # and HITL_CHANNELS, or a secret it lacks
-    except (McpConfigError, PolicyError, ChannelsError) as error:
+    except (McpConfigError, PolicyError, AgentsError, ChannelsError) as error:
         raise SystemExit(f"worker: {error}") from None
     print(f"worker: operator policy: {describe_policy(policy)}")
+    if agents:
+        print(f"worker: agents (HITL_AGENTS): {', '.join(sorted(agents))}")
     try:
         for line in telemetry.start("hitl-worker", "HITL_METRICS_PORT"):  # before the first client connects
             print(f"worker: {line}")

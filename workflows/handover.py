@@ -82,6 +82,7 @@ class RunState(BaseModel):
     idle_until: datetime | None = None
     events: EventLog | None = None  # none only in inputs written before the event stream
     verifier: Verifier | None = None  # likewise, before verified decisions
+    delegations: int = Field(default=0, ge=0)  # child sessions started, for their ids (workflows/delegating.py)
     pins: dict[str, Pin] = Field(default_factory=dict)  # tools' definitions as this session first saw them
     results_this_turn: list[tuple[str, str]] = Field(default_factory=list)  # (tool, call id) whose output entered
     speaker_asserted: bool = False  # the speaker's `by` is the start input's, unproven (AgentWorkflow)

@@ -80,9 +80,16 @@ RESULTS_READ_AS_THEIR_TYPE = "activity-results-read-as-their-type"
 # the policy's "always". The newest, asked at run start: it implies every patch above.
 CARRIED_PROVEN_AND_POLICY_FLOOR = "carried-state-proven-policy-floor-binds-session-rules"
 
+# Runs that offer the model a `delegate__<name>` tool for each agent of HITL_AGENTS and the
+# session's `agents`, and run each such call as a child session (workflows/delegating.py). Before
+# it, no session had agents and none started a child. The newest, asked at run start: it implies
+# every patch above.
+SUB_AGENTS = "sub-agents-as-child-sessions"
+
 # The patches asked at run start, newest first, each with the behaviour it brought: a run that has
 # one has every older one, and none of the newer.
 RUN_START_PATCHES = (
+    (SUB_AGENTS, "delegates_to_agents"),
     (CARRIED_PROVEN_AND_POLICY_FLOOR, "proves_carried_state_and_binds_policy_floor"),
     (HISTORY_AS_OF_LOCAL_ACTIVITY_START, "reads_history_as_of_local_activity_start"),
     (HAND_OVER_AFTER_ITS_INDEX, "hands_over_after_its_index"),
@@ -105,6 +112,7 @@ class Behaviours:
     hands_over_after_its_index: bool = True
     reads_history_as_of_local_activity_start: bool = True
     proves_carried_state_and_binds_policy_floor: bool = True
+    delegates_to_agents: bool = True
 
     @classmethod
     def at_run_start(cls) -> Behaviours:

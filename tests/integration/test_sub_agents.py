@@ -1,0 +1,169 @@
+"""Sub-agents: a session hands tasks to agents, each a child session bound by the root's rules.
+
+The model here is the offline one, taught one more sentence: "delegate researcher: <task> ||
+janitor: <task>" calls each agent's delegate tool in one reply, and once every answer is in
+it says them. A child's task is an ordinary request the offline model knows (search, delete).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import pytest
+from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from activities.offline_model import OfflineModel, read_turn
+from tests.integration.test_cli import starter
+from tests.support.sessions import (
+    Agent, eventually, failed_workflow_tasks, pending_items, query, running_agent, settled,
+)
+from tests.support.stack import ROOT, nobody_listens, product_env
+from workflows.conversation import FunctionCall, ModelReply, ToolCall
+from workflows.requests import ModelRequest
+
+RESEARCHER = {"instructions": "Find things in the workspace documents.", "tools": ["search_web"]}
+JANITOR = {"instructions": "Keep the workspace tidy.", "tools": ["delete_file"]}
+
+
+class DelegatingModel(OfflineModel):
+    """The offline model, which also delegates when told to."""
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        turn = read_turn(request.messages)
+        if turn is None or not turn.request.startswith("delegate "):
+            return await super().complete(request)
+        if turn.steps:
+            return ModelReply(content=" | ".join(f"{step.name}: {step.result}" for step in turn.steps))
+        calls = []
+        for index, part in enumerate(turn.request.removeprefix("delegate ").split("||")):
+            name, task = (piece.strip() for piece in part.split(":", 1))
+            calls.append(ToolCall(id=f"call_d{turn.calls_so_far + index + 1}", function=FunctionCall(
+                name=f"delegate__{name}", arguments=json.dumps({"task": task}))))
+        return ModelReply(tool_calls=calls)
+
+
+@pytest.fixture
+async def delegating(env: WorkflowEnvironment, workspace: Path) -> AsyncIterator[Agent]:
+    async for running in running_agent(env.client, workspace, DelegatingModel()):
+        yield running
+
+
+def child(agent: Agent, parent: WorkflowHandle[Any, Any], name: str, n: int) -> WorkflowHandle[Any, Any]:
+    return agent.client.get_workflow_handle(f"{parent.id}/{name}/{n}")
+
+
+async def closed(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    return await eventually(lambda: query(handle, "status"), lambda status: status["state"] == "closed")
+
+
+async def test_a_root_delegates_to_two_agents_at_once_and_reads_their_answers(
+    delegating: Agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Given the operator's researcher and the session's own janitor, when the model hands each a
+    task in one step, then both children run at once with only their own tools, the janitor's
+    delete waits for a person in the child, and the root's answer is both children's answers."""
+    agents_file = tmp_path / "agents.json"
+    agents_file.write_text(json.dumps({"researcher": RESEARCHER}))
+    monkeypatch.setenv("HITL_AGENTS", str(agents_file))
+    root = await delegating.start("delegate researcher: search for invoices || janitor: delete notes.txt",
+                                  agents={"janitor": JANITOR}, by="ana")
+    janitor = child(delegating, root, "janitor", 2)
+    [item] = await pending_items(janitor)
+    assert item["tool"] == "delete_file" and (delegating.workspace / "notes.txt").exists()
+    researcher = await closed(child(delegating, root, "researcher", 1))
+    assert researcher["tools"] == ["search_web"] and "no documents" not in str(researcher.get("error"))
+    janitor_status = await query(janitor, "status")
+    assert janitor_status["tools"] == ["delete_file"], "a child offers only its agent's tools"
+    assert janitor_status["state"] == "awaiting_human" and (await query(root, "status"))["state"] == "running"
+
+    await janitor.signal("approve", {"call_id": item["call_id"], "by": "ana"})
+    status = await settled(root)
+    assert not (delegating.workspace / "notes.txt").exists()
+    assert status["last_answer"].startswith("delegate__researcher: Here is what I found")
+    assert "delegate__janitor: Deleted notes.txt" in status["last_answer"]
+    transcript = await query(root, "transcript")
+    delegations = [call["function"]["name"] for message in transcript for call in message.get("tool_calls") or []]
+    assert delegations == ["delegate__researcher", "delegate__janitor"]
+    assert (await closed(janitor))["state"] == "closed"
+    assert [event["event"] for event in await query(janitor, "audit")].count("approved") == 1
+    read = await starter(delegating, "--json", "transcript", janitor.id)
+    assert read.returncode == 0, read.stderr
+    assert json.loads(read.stdout)[0] == {"role": "user", "content": "delete notes.txt"}
+
+
+async def test_a_child_is_bound_by_the_root_rules_and_cannot_waive_them(delegating: Agent) -> None:
+    """Given a root whose rules make search_web need bob's approval, the researcher's search waits
+    for bob too; an agent declared with auto_approve or approvers of its own is refused at start."""
+    root = await delegating.start("delegate researcher: search for invoices", agents={"researcher": RESEARCHER},
+                                  by="ana", require_approval=["search_web"], approvers={"search_web": ["bob"]})
+    researcher = child(delegating, root, "researcher", 1)
+    [item] = await pending_items(researcher)
+    assert (item["tool"], item["approvers"]) == ("search_web", ["bob"])
+    await researcher.signal("approve", {"call_id": item["call_id"], "by": "ana"})  # not an approver: refused
+    await researcher.signal("approve", {"call_id": item["call_id"], "by": "bob"})
+    status = await settled(root)
+    assert "Here is what I found" in status["last_answer"]
+    refused_by = [event for event in await query(researcher, "audit") if event["event"] == "refused"]
+    assert refused_by and refused_by[0]["by"] == "ana"
+
+    for loosening in ({"auto_approve": ["search_web"]}, {"approvers": {"search_web": ["mallory"]}}):
+        lax = await delegating.start("delegate researcher: search for invoices",
+                                     agents={"researcher": {**RESEARCHER, **loosening}})
+        with pytest.raises(WorkflowFailureError) as failure:
+            await lax.result()
+        assert f"agents.researcher.{next(iter(loosening))}" in str(failure.value.cause)
+
+
+async def test_delegation_itself_may_need_approval_and_a_rejected_one_starts_no_child(delegating: Agent) -> None:
+    root = await delegating.start("delegate researcher: search for invoices", agents={"researcher": RESEARCHER},
+                                  require_approval=["delegate__*"])
+    [item] = await pending_items(root)
+    assert item["tool"] == "delegate__researcher" and item["args"] == {"task": "search for invoices"}
+    await root.signal("reject", {"call_id": item["call_id"], "reason": "not now"})
+    status = await settled(root)
+    assert "Rejected" in status["last_answer"]
+    assert await delegating.client.count_workflows(f"WorkflowId = '{root.id}/researcher/1'") is not None
+    assert (await delegating.client.count_workflows(f"WorkflowId = '{root.id}/researcher/1'")).count == 0
+
+
+async def test_a_child_out_of_steps_is_a_tool_error_for_its_parent(delegating: Agent) -> None:
+    root = await delegating.start("delegate researcher: search for invoices",
+                                  agents={"researcher": {**RESEARCHER, "max_steps": 1}})
+    status = await settled(root)
+    assert status["last_answer"].startswith(
+        "delegate__researcher: Error: delegate__researcher did not answer: stopped after max_steps=1"), status
+
+
+async def test_cancelling_the_root_cancels_a_waiting_child_and_settles_its_pause(delegating: Agent) -> None:
+    root = await delegating.start("delegate janitor: delete notes.txt", agents={"janitor": JANITOR})
+    janitor = child(delegating, root, "janitor", 1)
+    await pending_items(janitor)
+    await root.signal("cancel", {"reason": "changed my mind"})
+    assert (await root.result()).reason == "cancelled: changed my mind"
+    with pytest.raises(WorkflowFailureError):
+        await janitor.result()  # cancelled
+    assert await query(janitor, "pending") == [] and (delegating.workspace / "notes.txt").exists()
+    assert [event["event"] for event in await query(janitor, "audit")][-1] == "cancelled"
+    assert await failed_workflow_tasks(delegating.client, f"TaskQueue = '{delegating.task_queue}'") == []
+
+
+async def test_only_its_parent_may_start_a_child_session(delegating: Agent) -> None:
+    forged = await delegating.start("delete notes.txt", delegated={"parent": "someone", "root": "someone",
+                                                                    "path": ["janitor"]})
+    with pytest.raises(WorkflowFailureError) as failure:
+        await forged.result()
+    assert "only the parent session named there may start a child session" in str(failure.value.cause)
+
+
+def test_a_malformed_hitl_agents_stops_the_worker_with_one_line(tmp_path: Path) -> None:
+    agents_file = tmp_path / "agents.json"
+    agents_file.write_text(json.dumps({"researcher": {**RESEARCHER, "auto_approve": ["search_web"]}}))
+    ran = subprocess.run([sys.executable, "worker.py"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env=product_env(TEMPORAL_ADDRESS=nobody_listens(), HITL_AGENTS=str(agents_file)))
+    assert ran.returncode == 1 and ran.stderr.strip().splitlines() == [
+        f"worker: HITL_AGENTS={agents_file}: agents.researcher.auto_approve: Extra inputs are not permitted"], ran.stderr
