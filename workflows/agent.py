@@ -38,7 +38,7 @@ from workflows.activity_calls import (
     MODEL_CALL, TOOL_CALL, LocalChecks, UnreadableResult, failure_message, read_reply, read_result,
 )
 from workflows.closing import Closing
-from workflows.delegating import Delegating
+from workflows.delegating import ChildPausesTable, Delegating
 from workflows.continuing import Continuing
 from workflows.conversation import ChatMessage, Conversation, ModelReply, message_sha256
 from workflows.events import EventLog
@@ -73,8 +73,8 @@ class ToolOutcome(BaseModel):
 
 
 @workflow.defn(name=WORKFLOW)
-class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, Waiting, Continuing, Closing, Views, Recorder,
-                    LocalChecks):
+class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPausesTable, Waiting, Continuing, Closing,
+                    Views, Recorder, LocalChecks):
     @workflow.init
     def __init__(self, request: RawValue = None) -> None:  # type: ignore[assignment]  # none sent: refused below
         self.setup_error: str | None = None
@@ -108,6 +108,8 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, Waiting, C
         self.validating = False  # inside an Update's validator, which may command nothing
         self.reusable_runs: dict[str, tuple[dict[str, Any], datetime]] = {}  # tool -> (verdict, judged at)
         self.agents = {}  # learnt as the run starts (learn_environment), on runs since SUB_AGENTS
+        self.reports_in_flight = 0  # signals to other sessions of the tree not yet delivered
+        self.last_report: list[dict[str, Any]] = []  # what a child last told its parent waits in it
         if carried is not None:
             self.resume(carried)
 

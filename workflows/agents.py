@@ -56,6 +56,31 @@ class Delegation(BaseModel):
     path: Annotated[list[AgentName], Field(min_length=1, max_length=MAX_DEPTH)]  # agent names, root's child first
 
 
+# A child's report lists at most this many open calls (its own and its children's), newest first kept.
+REPORTED_KEPT = 50
+
+
+class ChildPauses(BaseModel):
+    """What a child session tells its parent whenever what waits in it (or below it) changes: every
+    open call, each with its `path` of agents, its `session_id` and a `call_id` unique in the tree
+    (`<session id>/<call id>`), the call's own id in its session as `child_call_id`. `seq` counts a
+    child's reports, so one overtaken by a newer is ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: Name
+    seq: int = Field(ge=0)
+    items: Annotated[list[dict[str, Any]], Field(max_length=REPORTED_KEPT)]
+
+
+class ForwardedToChild(Exception):
+    """A decision sent to this session about a call that waits in a child session (or below)."""
+
+    def __init__(self, child: str, call_id: str) -> None:
+        super().__init__(child, call_id)
+        self.child, self.call_id = child, call_id
+
+
 class AgentsError(ValueError):
     """HITL_AGENTS is missing, unreadable or malformed; the worker refuses to start."""
 

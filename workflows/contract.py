@@ -23,6 +23,7 @@ from typing import Any, Generic, TypedDict, TypeVar
 
 from pydantic import BaseModel
 
+from workflows.agents import ChildPauses
 from workflows.conversation import ModelReply
 from workflows.events import EventsRequest
 from workflows.decisions import Answer, Approve, Claim, Reject, Release
@@ -66,6 +67,7 @@ class Accepted(TypedDict, total=False):
     state: str
     interrupting: bool
     event: int
+    session_id: str  # a decision forwarded to the child session whose call it is
 
 
 class Settled(TypedDict):
@@ -186,7 +188,11 @@ INBOUND: dict[str, Inbound[Any]] = {
 
 WAIT_UNTIL_SETTLED: Update[SettledRequest, Settled] = Update("wait_until_settled", SettledRequest, Settled)
 
-SIGNALS: tuple[Signal[Any], ...] = tuple(entry.signal for entry in INBOUND.values())
+# A child session tells its parent what waits in it (workflows/delegating.py); no Update twin: only
+# sessions send it, and a report that is not from a running child of the session is ignored.
+CHILD_PAUSES: Signal[ChildPauses] = Signal("child_pauses", ChildPauses)
+
+SIGNALS: tuple[Signal[Any], ...] = (*(entry.signal for entry in INBOUND.values()), CHILD_PAUSES)
 UPDATES: tuple[Update[Any, Any], ...] = (*(entry.update for entry in INBOUND.values()), WAIT_UNTIL_SETTLED)
 
 # ------------------------------------------------------------------ queries

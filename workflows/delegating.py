@@ -18,11 +18,13 @@ import asyncio
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
-from workflows.agents import AgentSpec, Delegation, agent_of, child_input, delegate_tool, merged, offered_agents
-from workflows.contract import WORKFLOW
+from workflows.agents import REPORTED_KEPT, AgentSpec, ChildPauses, Delegation, ForwardedToChild, agent_of, child_input, delegate_tool, merged, offered_agents
+from workflows.contract import CHILD_PAUSES, WORKFLOW
+from workflows.inbound import decoded
 from workflows.limits import RECORDED_BYTES, clip
 from workflows.session import DEFAULT_SYSTEM_PROMPT, SessionSummary
 
@@ -91,6 +93,13 @@ class Delegating:
             self.history_moved_on()
             return f"Error: {tool} failed: the agent could not start ({clip(str(error), RECORDED_BYTES)})"
         self.history_moved_on()  # the child's start is an event
+        self.run_state.children.append(child_id)
+        try:
+            return await self.child_answer(tool, child, child_id)
+        finally:
+            self.child_finished(child_id)
+
+    async def child_answer(self, tool: str, child: Any, child_id: str) -> str:
         await workflow.wait_condition(lambda: child.done() or self.run_state.cancel_reason is not None)
         cancelled_here = not child.done()
         if cancelled_here:
@@ -108,3 +117,89 @@ class Delegating:
         if summary.reason != TASK_ANSWERED or summary.last_answer is None:
             return f"Error: {tool} did not answer: {summary.reason}; see session {child_id}"
         return summary.last_answer
+
+
+class ChildPausesTable:
+    """Mixed into AgentWorkflow: what waits in the children, listed in `pending`; decisions forwarded.
+
+    A child signals its parent (`child_pauses`) whenever what waits in it or below it changes,
+    and the parent passes the news up in its own report: the root holds every pause of the tree.
+    A table in the workflow, not clients asking each child, because the root's `pending` query is
+    what every door reads (CLI, API, web, AG-UI, `wait_until_settled`), and a query cannot ask
+    another workflow. What a report says is shown, never trusted: a decision about a child's call
+    is forwarded to that child as it was sent (its `by` and its proof), and the child judges it by
+    its own rules and its own open call. A proof is signed for one session id (workflows/proofs.py),
+    so one signed for the root is refused by the child: it cannot be replayed against another
+    session. Verified decisions about a child's call are signed for the child (its `session_id`).
+    """
+
+    reports_in_flight: int
+
+    def children_pending(self) -> list[dict[str, Any]]:
+        return [item for report in self.run_state.child_pauses.values() for item in report.items]
+
+    @workflow.signal(name=CHILD_PAUSES.name)
+    def child_pauses(self, payload: RawValue) -> None:
+        """Taken only from a child this session started and still waits for, and only if newer."""
+        self.history_moved_on()
+        try:
+            report = ChildPauses.model_validate(decoded(payload))
+        except Exception:  # noqa: BLE001 (only sessions send it: a malformed one is nobody's report)
+            return
+        known = self.run_state.child_pauses.get(report.session_id)
+        if report.session_id not in self.run_state.children or (known is not None and known.seq >= report.seq):
+            return
+        self.run_state.child_pauses[report.session_id] = report
+        self.publish()
+
+    def child_finished(self, child_id: str) -> None:
+        """A closed child waits for nothing: its pauses were settled as it closed."""
+        self.run_state.children = [child for child in self.run_state.children if child != child_id]
+        if self.run_state.child_pauses.pop(child_id, None) is not None:
+            self.publish()
+
+    def report_pauses(self) -> None:
+        """A child's report to its parent, when what waits in it or below it changed."""
+        delegated = self.config.delegated
+        if delegated is None or not self.behaviours.delegates_to_agents:
+            return
+        own = workflow.info().workflow_id
+        items = [{**item.view(), "call_id": f"{own}/{item.call_id}", "child_call_id": item.call_id,
+                  "path": delegated.path, "session_id": own} for item in self.run_state.pauses.open]
+        items = [*items, *self.children_pending()][-REPORTED_KEPT:]
+        if items == self.last_report:
+            return
+        self.last_report = items
+        self.run_state.reports_sent += 1
+        report = ChildPauses(session_id=own, seq=self.run_state.reports_sent, items=items)
+        self.send_to(delegated.parent, CHILD_PAUSES.name, report.model_dump(mode="json"))
+
+    def send_to(self, session_id: str, signal: str, payload: Any) -> None:
+        """A signal to another session of the tree; one that has closed meanwhile hears nothing."""
+        self.reports_in_flight += 1
+
+        async def send() -> None:
+            try:
+                await workflow.get_external_workflow_handle(session_id).signal(signal, payload)
+            except Exception:  # noqa: BLE001 (closed: nothing waits there any more)
+                workflow.logger.info("signal %s to %s not delivered: it has closed", signal, session_id)
+            finally:
+                self.reports_in_flight -= 1
+
+        asyncio.ensure_future(send())
+
+    def refer_to_child(self, payload: Any) -> None:
+        """Raises ForwardedToChild when the decision's call_id names a call that waits below."""
+        if not self.run_state.child_pauses or not isinstance(payload, dict):
+            return
+        call_id = payload.get("call_id")
+        for child, report in self.run_state.child_pauses.items():
+            for item in report.items:
+                if item.get("call_id") == call_id:
+                    raise ForwardedToChild(child, item["child_call_id"] if item.get("session_id") == child else call_id)
+
+    def forward(self, verb: str, payload: dict[str, Any], forwarded: ForwardedToChild) -> dict[str, Any]:
+        """The decision as it was sent, to the child it is about; the child judges it and audits it."""
+        self.send_to(forwarded.child, verb, {**payload, "call_id": forwarded.call_id})
+        return {"accepted": True, "call_id": str(payload.get("call_id")), "outcome": "forwarded",
+                "session_id": forwarded.child}

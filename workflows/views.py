@@ -34,7 +34,7 @@ class Views:
 
     @workflow.query(name=PENDING.name)
     def pending(self) -> list[dict[str, Any]]:
-        return [item.view() for item in self.run_state.pauses.open]
+        return [*(item.view() for item in self.run_state.pauses.open), *self.children_pending()]
 
     @workflow.query(name=STATUS.name)
     def status(self) -> dict[str, Any]:

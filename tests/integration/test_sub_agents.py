@@ -19,6 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.offline_model import OfflineModel, read_turn
 from tests.integration.test_cli import starter
+from tests.integration.test_people_workflow import proof_for, signing_key  # noqa: F401  (a fixture)
 from tests.support.sessions import (
     Agent, eventually, failed_workflow_tasks, pending_items, query, running_agent, settled,
 )
@@ -167,3 +168,87 @@ def test_a_malformed_hitl_agents_stops_the_worker_with_one_line(tmp_path: Path) 
                          env=product_env(TEMPORAL_ADDRESS=nobody_listens(), HITL_AGENTS=str(agents_file)))
     assert ran.returncode == 1 and ran.stderr.strip().splitlines() == [
         f"worker: HITL_AGENTS={agents_file}: agents.researcher.auto_approve: Extra inputs are not permitted"], ran.stderr
+
+
+TREE = {"researcher": {"instructions": "Research, and hand code work to the coder.", "tools": ["delegate__coder"]},
+        "coder": {"instructions": "Change files.", "tools": ["delete_file"]}, "janitor": JANITOR}
+
+
+async def root_pending(root: WorkflowHandle[Any, Any], paths: set[tuple[str, ...]]) -> list[dict[str, Any]]:
+    """The root's pending once it lists exactly a pause at each of these paths."""
+    return await eventually(lambda: query(root, "pending"),
+                            lambda items: {tuple(item.get("path", ())) for item in items} == paths)
+
+
+async def test_every_pause_of_the_tree_is_in_the_root_pending_and_decided_from_there(delegating: Agent) -> None:
+    """Given a root that delegates to two agents at once, one of which delegates again (each
+    delegation of the coder needing approval under the root's rules), every pause of every child
+    shows in the root's `pending` with its path and session id, each is decided by a signal or an
+    Update sent to the root, and each tool runs once."""
+    (delegating.workspace / "menu.txt").write_text("soup\n")
+    root = await delegating.start("delegate researcher: delegate coder: delete notes.txt || janitor: delete menu.txt",
+                                  agents=TREE, require_approval=["delegate__coder"], by="ana")
+    first = await root_pending(root, {("researcher",), ("janitor",)})
+    by_path = {item["path"][-1]: item for item in first}
+    assert (by_path["researcher"]["tool"], by_path["researcher"]["session_id"]) == ("delegate__coder", f"{root.id}/researcher/1")
+    assert (by_path["janitor"]["tool"], by_path["janitor"]["args"]) == ("delete_file", {"path": "menu.txt"})
+    assert by_path["janitor"]["call_id"] == f"{root.id}/janitor/2/{by_path['janitor']['child_call_id']}"
+
+    await root.signal("approve", {"call_id": by_path["researcher"]["call_id"], "by": "ana"})
+    forwarded = await root.execute_update("approve_update", {"call_id": by_path["janitor"]["call_id"], "by": "ana"})
+    assert forwarded == {"accepted": True, "call_id": by_path["janitor"]["call_id"], "outcome": "forwarded",
+                         "session_id": f"{root.id}/janitor/2"}
+    [deepest] = await root_pending(root, {("researcher", "coder")})
+    assert (deepest["tool"], deepest["session_id"]) == ("delete_file", f"{root.id}/researcher/1/coder/1")
+    await root.signal("approve", {"call_id": deepest["call_id"], "by": "ana"})
+
+    status = await settled(root)
+    assert not (delegating.workspace / "notes.txt").exists() and not (delegating.workspace / "menu.txt").exists()
+    assert "delegate__researcher: delegate__coder: Deleted notes.txt" in status["last_answer"], status
+    assert "delegate__janitor: Deleted menu.txt" in status["last_answer"]
+    assert await query(root, "pending") == []
+    for session_id in (f"{root.id}/researcher/1", f"{root.id}/janitor/2", f"{root.id}/researcher/1/coder/1"):
+        audit = await query(delegating.client.get_workflow_handle(session_id), "audit")
+        assert [event["event"] for event in audit].count("approved") == 1, session_id
+    assert await failed_workflow_tasks(delegating.client, f"TaskQueue = '{delegating.task_queue}'") == []
+
+
+async def test_cancelling_the_root_while_a_grandchild_waits_settles_the_whole_tree(delegating: Agent) -> None:
+    root = await delegating.start("delegate researcher: delegate coder: delete notes.txt", agents=TREE)
+    [deepest] = await root_pending(root, {("researcher", "coder")})
+    await root.signal("cancel", {"reason": "stop everything"})
+    assert (await root.result()).reason == "cancelled: stop everything"
+    for session_id in (f"{root.id}/researcher/1/coder/1", f"{root.id}/researcher/1"):
+        handle = delegating.client.get_workflow_handle(session_id)
+        with pytest.raises(WorkflowFailureError):
+            await handle.result()
+        assert await query(handle, "pending") == []
+    coder_audit = await query(delegating.client.get_workflow_handle(deepest["session_id"]), "audit")
+    assert [event["event"] for event in coder_audit][-1] == "cancelled"
+    assert (delegating.workspace / "notes.txt").exists()
+    assert await query(root, "pending") == []
+    assert await failed_workflow_tasks(delegating.client, f"TaskQueue = '{delegating.task_queue}'") == []
+
+
+async def test_a_verified_decision_counts_in_a_child_only_with_a_proof_signed_for_that_child(
+    delegating: Agent, signing_key: Any,
+) -> None:
+    """A proof binds one session (workflows/proofs.py): one the API signed for the root cannot be
+    replayed against the child the root forwards it to; one signed for the child, sent to the
+    root, is forwarded and counts there."""
+    root = await delegating.start("delegate janitor: delete notes.txt", agents={"janitor": JANITOR},
+                                  by="ana", verified_decisions=True)
+    [item] = await root_pending(root, {("janitor",)})
+    janitor = delegating.client.get_workflow_handle(item["session_id"])
+    for_the_root = proof_for(signing_key, root, item, "approve", "ana")
+    await root.signal("approve", {"call_id": item["call_id"], "by": "ana", "proof": for_the_root})
+    refused = await eventually(lambda: query(janitor, "audit"), lambda audit: audit[-1]["event"] == "refused")
+    assert "session" in refused[-1]["reason"] and (delegating.workspace / "notes.txt").exists()
+    assert [entry["call_id"] for entry in await query(root, "pending")] == [item["call_id"]]
+
+    child_run = (await janitor.describe()).run_id
+    for_the_child = proof_for(signing_key, janitor.id, {**item, "call_id": item["child_call_id"]}, "approve", "ana",
+                              run_id=child_run)
+    await root.signal("approve", {"call_id": item["call_id"], "by": "ana", "proof": for_the_child})
+    await settled(root)
+    assert not (delegating.workspace / "notes.txt").exists()
