@@ -150,12 +150,24 @@ class ChildPausesTable:
         if report.session_id not in self.run_state.children or (known is not None and known.seq >= report.seq):
             return
         self.run_state.child_pauses[report.session_id] = report
-        self.publish()
+        self.follow_children()
 
     def child_finished(self, child_id: str) -> None:
         """A closed child waits for nothing: its pauses were settled as it closed."""
         self.run_state.children = [child for child in self.run_state.children if child != child_id]
         if self.run_state.child_pauses.pop(child_id, None) is not None:
+            self.follow_children()
+
+    def follow_children(self) -> None:
+        """While a call waits below, the session waits for people too (so `wait_until_settled`, the
+        API's start and its messages answer then); once none does, it runs on."""
+        if self.state == "closed":
+            return
+        if self.children_pending() and self.state == "running":
+            self.set_state("awaiting_human")
+        elif not self.children_pending() and self.state == "awaiting_human" and not self.run_state.pauses.open:
+            self.set_state("running")
+        else:
             self.publish()
 
     def report_pauses(self) -> None:

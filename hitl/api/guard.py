@@ -97,6 +97,13 @@ def allowed_on_call(verb: str) -> Callable[..., Any]:
         readable = verdict(person, "read", session, policy)
         item = await pending_item(request, session_id, call_id) if readable.allowed else None
         refuse_unless(verdict(person, action, session, policy, item, verb))
+        if item is not None and item.get("session_id") and item.get("child_call_id"):
+            # A child session's call, listed by its root (docs/interface.md, Sub-agents): the same
+            # rules, asked of the child and its own open call, which is what is decided.
+            child = await session_facts(request, item["session_id"])
+            child_item = await pending_item(request, child.session_id, item["child_call_id"])
+            refuse_unless(verdict(person, action, child, policy, child_item, verb))
+            return Grant(person, child, child_item)
         return Grant(person, session, item)
 
     return grant

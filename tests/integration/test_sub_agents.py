@@ -80,7 +80,8 @@ async def test_a_root_delegates_to_two_agents_at_once_and_reads_their_answers(
     assert researcher["tools"] == ["search_web"] and "no documents" not in str(researcher.get("error"))
     janitor_status = await query(janitor, "status")
     assert janitor_status["tools"] == ["delete_file"], "a child offers only its agent's tools"
-    assert janitor_status["state"] == "awaiting_human" and (await query(root, "status"))["state"] == "running"
+    assert janitor_status["state"] == "awaiting_human"
+    assert (await eventually(lambda: query(root, "status"), lambda status: status["state"] == "awaiting_human"))
 
     await janitor.signal("approve", {"call_id": item["call_id"], "by": "ana"})
     status = await settled(root)
