@@ -110,6 +110,7 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
         self.agents = {}  # learnt as the run starts (learn_environment), on runs since SUB_AGENTS
         self.reports_in_flight = 0  # signals to other sessions of the tree not yet delivered
         self.last_report: list[dict[str, Any]] = []  # what a child last told its parent waits in it
+        self.last_sent: asyncio.Future[None] | None = None  # the newest of those signals (sent in order)
         if carried is not None:
             self.resume(carried)
 

@@ -134,6 +134,7 @@ class ChildPausesTable:
     """
 
     reports_in_flight: int
+    last_sent: asyncio.Future[None] | None
 
     def children_pending(self) -> list[dict[str, Any]]:
         return [item for report in self.run_state.child_pauses.values() for item in report.items]
@@ -187,18 +188,23 @@ class ChildPausesTable:
         self.send_to(delegated.parent, CHILD_PAUSES.name, report.model_dump(mode="json"))
 
     def send_to(self, session_id: str, signal: str, payload: Any) -> None:
-        """A signal to another session of the tree; one that has closed meanwhile hears nothing."""
+        """A signal to another session of the tree; one that has closed meanwhile hears nothing.
+        Each waits for the one before it: Temporal delivers signals to other workflows in no
+        promised order, and a forwarded claim overtaken by its release would hold the call."""
         self.reports_in_flight += 1
+        before = self.last_sent
 
         async def send() -> None:
             try:
+                if before is not None:
+                    await before  # never raises: each send ends here
                 await workflow.get_external_workflow_handle(session_id).signal(signal, payload)
             except Exception:  # noqa: BLE001 (closed: nothing waits there any more)
                 workflow.logger.info("signal %s to %s not delivered: it has closed", signal, session_id)
             finally:
                 self.reports_in_flight -= 1
 
-        asyncio.ensure_future(send())
+        self.last_sent = asyncio.ensure_future(send())
 
     def refer_to_child(self, payload: Any) -> None:
         """Raises ForwardedToChild when the decision's call_id names a call that waits below."""

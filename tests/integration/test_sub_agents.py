@@ -253,3 +253,23 @@ async def test_a_verified_decision_counts_in_a_child_only_with_a_proof_signed_fo
     await root.signal("approve", {"call_id": item["call_id"], "by": "ana", "proof": for_the_child})
     await settled(root)
     assert not (delegating.workspace / "notes.txt").exists()
+
+
+async def test_a_child_hands_over_to_a_new_run_and_still_answers_its_parent(delegating: Agent) -> None:
+    """Given a tree whose rules hand over every 20 events, the child continues as new while it
+    waits for a person (Temporal keeps its parent across runs); decided from the root, it answers.
+    Claims and releases sent to the root reach the child too."""
+    root = await delegating.start("delegate janitor: delete notes.txt", agents={"janitor": JANITOR},
+                                  continue_as_new_after_events=20)
+    [item] = await root_pending(root, {("janitor",)})
+    for _ in range(3):  # claims and releases sent to the root, forwarded: the child's history grows
+        await root.signal("claim", {"call_id": item["call_id"], "by": "ana"})
+        await root.signal("release", {"call_id": item["call_id"], "by": "ana"})
+    runs = f"WorkflowId = '{item['session_id']}'"
+    await eventually(lambda: delegating.client.count_workflows(runs), lambda counted: counted.count >= 2)
+    [item] = await root_pending(root, {("janitor",)})
+    await root.signal("approve", {"call_id": item["call_id"]})
+    status = await settled(root)
+    assert not (delegating.workspace / "notes.txt").exists()
+    results = [message["content"] for message in await query(root, "transcript") if message["role"] == "tool"]
+    assert results == ["Deleted notes.txt."], status
