@@ -201,7 +201,10 @@ async def test_every_pause_of_the_tree_is_in_the_root_pending_and_decided_from_t
                          "session_id": f"{root.id}/janitor/2"}
     [deepest] = await root_pending(root, {("researcher", "coder")})
     assert (deepest["tool"], deepest["session_id"]) == ("delete_file", f"{root.id}/researcher/1/coder/1")
-    await root.signal("approve", {"call_id": deepest["call_id"], "by": "ana"})
+    shown = await starter(delegating, "pending", root.id)
+    assert f"asked by researcher › coder, for ana (asserted)" in shown.stdout, shown.stdout + shown.stderr
+    approved = await starter(delegating, "approve", root.id, deepest["call_id"], "--by", "ana")
+    assert approved.returncode == 0, approved.stdout + approved.stderr
 
     status = await settled(root)
     assert not (delegating.workspace / "notes.txt").exists() and not (delegating.workspace / "menu.txt").exists()
