@@ -119,6 +119,13 @@ class Delegating:
         return summary.last_answer
 
 
+def below(child: str, item: dict[str, Any]) -> bool:
+    """An item a child may report: its own call or one of a session under it, with a call id unique in the tree."""
+    session, call = item.get("session_id"), item.get("child_call_id")
+    return (isinstance(session, str) and isinstance(call, str) and (session == child or session.startswith(f"{child}/"))
+            and item.get("call_id") == f"{session}/{call}")
+
+
 class ChildPausesTable:
     """Mixed into AgentWorkflow: what waits in the children, listed in `pending`; decisions forwarded.
 
@@ -141,7 +148,8 @@ class ChildPausesTable:
 
     @workflow.signal(name=CHILD_PAUSES.name)
     def child_pauses(self, payload: RawValue) -> None:
-        """Taken only from a child this session started and still waits for, and only if newer."""
+        """Taken only from a child this session started and still waits for, only if newer, and
+        only about that child and the sessions below it (whose ids start with the child's)."""
         self.history_moved_on()
         try:
             report = ChildPauses.model_validate(decoded(payload))
@@ -149,6 +157,8 @@ class ChildPausesTable:
             return
         known = self.run_state.child_pauses.get(report.session_id)
         if report.session_id not in self.run_state.children or (known is not None and known.seq >= report.seq):
+            return
+        if not all(below(report.session_id, item) for item in report.items):
             return
         self.run_state.child_pauses[report.session_id] = report
         self.follow_children()

@@ -276,3 +276,19 @@ async def test_a_child_hands_over_to_a_new_run_and_still_answers_its_parent(dele
     assert not (delegating.workspace / "notes.txt").exists()
     results = [message["content"] for message in await query(root, "transcript") if message["role"] == "tool"]
     assert results == ["Deleted notes.txt."], status
+
+
+async def test_a_report_about_a_session_outside_the_tree_is_not_listed(delegating: Agent) -> None:
+    """Anyone who reaches Temporal can signal the root; a `child_pauses` that names a session that
+    is not below it (to dress another session's call as the child's), or that no child of the
+    root sent, is ignored: the root lists what its children said of themselves."""
+    root = await delegating.start("delegate janitor: delete notes.txt", agents={"janitor": JANITOR})
+    [item] = await root_pending(root, {("janitor",)})
+    outside = {"call_id": "victim/call_1", "child_call_id": "call_1", "session_id": "victim", "path": ["janitor"],
+               "tool": "send_email", "args": {"to": "all@example.com"}}
+    await root.signal("child_pauses", {"session_id": item["session_id"], "seq": 1000, "items": [item, outside]})
+    await root.signal("child_pauses", {"session_id": "stranger", "seq": 1, "items": [{**outside, "session_id": "stranger",
+                                                                                      "call_id": "stranger/call_1"}]})
+    await root.signal("approve", {"call_id": "after-the-reports"})  # refused and audited after both: signals keep their order
+    await eventually(lambda: query(root, "audit"), lambda audit: audit[-1].get("call_id") == "after-the-reports")
+    assert [entry["call_id"] for entry in await query(root, "pending")] == [item["call_id"]]
