@@ -94,10 +94,11 @@ class Delegating:
             return f"Error: {tool} failed: the agent could not start ({clip(str(error), RECORDED_BYTES)})"
         self.history_moved_on()  # the child's start is an event
         self.run_state.children.append(child_id)
-        try:
-            return await self.child_answer(tool, child, child_id)
-        finally:
-            self.child_finished(child_id)
+        # Not in a `finally`: a run evicted from the worker's cache closes this coroutine, and no
+        # workflow code may run then. A session cancelled meanwhile lists no child (children_pending).
+        answer = await self.child_answer(tool, child, child_id)
+        self.child_finished(child_id)
+        return answer
 
     async def child_answer(self, tool: str, child: Any, child_id: str) -> str:
         await workflow.wait_condition(lambda: child.done() or self.run_state.cancel_reason is not None)
@@ -144,6 +145,10 @@ class ChildPausesTable:
     last_sent: asyncio.Future[None] | None
 
     def children_pending(self) -> list[dict[str, Any]]:
+        """What waits below, as the children last said; nothing once this session has closed (its
+        children are cancelled with it, and settle their own calls)."""
+        if self.state == "closed":
+            return []
         return [item for report in self.run_state.child_pauses.values() for item in report.items]
 
     @workflow.signal(name=CHILD_PAUSES.name)
