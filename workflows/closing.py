@@ -35,7 +35,9 @@ class Closing(AgentParts):
         if self.run_state.cancel_reason is not None and self.behaviours.closes_after_a_cancel_grace():
             await workflow.sleep(CANCEL_GRACE)
         if self.behaviours.closes_after_notifications():
-            await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
+            # Signals to other sessions of a delegation tree too (only sessions since SUB_AGENTS send any).
+            await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight
+                                          and not self.reports_in_flight)
         else:
             await workflow.wait_condition(workflow.all_handlers_finished)
 

@@ -91,9 +91,16 @@ SETTLED_NOTICES = "notify-settled-to-the-messages-that-showed-it"
 # (SETTLED_NOTICES is asked where a settlement is noticed, as before).
 GROUPS_IN_PROOFS = "groups-in-decision-proofs"
 
+# Runs that offer the model a `delegate__<name>` tool for each agent of HITL_AGENTS and the
+# session's `agents`, and run each such call as a child session (workflows/delegating.py). Before
+# it, no session had agents and none started a child. The newest, asked at run start: it implies
+# every patch above.
+SUB_AGENTS = "sub-agents-as-child-sessions"
+
 # The patches asked at run start, newest first, each with the behaviour it brought: a run that has
 # one has every older one, and none of the newer.
 RUN_START_PATCHES = (
+    (SUB_AGENTS, "delegates_to_agents"),
     (GROUPS_IN_PROOFS, "counts_groups_in_proofs"),
     (CARRIED_PROVEN_AND_POLICY_FLOOR, "proves_carried_state_and_binds_policy_floor"),
     (HISTORY_AS_OF_LOCAL_ACTIVITY_START, "reads_history_as_of_local_activity_start"),
@@ -118,6 +125,7 @@ class Behaviours:
     reads_history_as_of_local_activity_start: bool = True
     proves_carried_state_and_binds_policy_floor: bool = True
     counts_groups_in_proofs: bool = True
+    delegates_to_agents: bool = True
 
     @classmethod
     def at_run_start(cls) -> Behaviours:
