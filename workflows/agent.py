@@ -38,6 +38,7 @@ from workflows.activity_calls import (
     MODEL_CALL, TOOL_CALL, LocalChecks, UnreadableResult, failure_message, read_reply, read_result,
 )
 from workflows.closing import Closing
+from workflows.delegating import ChildPausesTable, Delegating
 from workflows.continuing import Continuing
 from workflows.conversation import ChatMessage, Conversation, ModelReply, message_sha256
 from workflows.events import EventLog
@@ -72,7 +73,8 @@ class ToolOutcome(BaseModel):
 
 
 @workflow.defn(name=WORKFLOW)
-class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, Continuing, Closing, Views, Recorder, LocalChecks):
+class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPausesTable, Waiting, Continuing, Closing,
+                    Views, Recorder, LocalChecks):
     @workflow.init
     def __init__(self, request: RawValue = None) -> None:  # type: ignore[assignment]  # none sent: refused below
         self.setup_error: str | None = None
@@ -99,6 +101,10 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, Continuing, C
         self.behaviours = Behaviours()
         self.validating = False  # inside an Update's validator, which may command nothing
         self.reusable_runs: dict[str, tuple[dict[str, Any], datetime]] = {}  # tool -> (verdict, judged at)
+        self.agents = {}  # learnt as the run starts (learn_environment), on runs since SUB_AGENTS
+        self.reports_in_flight = 0  # signals to other sessions of the tree not yet delivered
+        self.last_report: list[dict[str, Any]] = []  # what a child last told its parent waits in it
+        self.last_sent: asyncio.Future[None] | None = None  # the newest of those signals (sent in order)
         if carried is not None:
             self.resume(carried)
 
@@ -131,6 +137,8 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, Continuing, C
                               last_answer=self.run_state.last_answer)
 
     async def next_user_turn(self) -> bool:
+        if self.answered_its_task():  # a child session answers one task
+            return False
         if self.run_state.turn:
             self.set_state("idle")
         if self.run_state.idle_until is None:
@@ -307,6 +315,10 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, Continuing, C
         return outcome
 
     async def run_tool(self, call_id: str, tool: str, args: dict[str, Any]) -> ToolOutcome:
+        if tool in self.delegates():  # an agent's answer, from a child session: output like a tool's
+            text = await self.delegate(tool, args)
+            self.output_entered(tool, call_id)
+            return ToolOutcome(text=text, ran=not text.startswith("Error:"))
         invocation = ToolInvocation(session_id=workflow.info().workflow_id, call_id=call_id, tool=tool, args=args)
         try:
             output = read_result(await self.activity_outcome(workflow.execute_activity(

@@ -34,7 +34,9 @@ class Closing(AgentParts):
         Arriving first, the signal is refused and audited like any other."""
         if self.run_state.cancel_reason is not None:
             await workflow.sleep(CANCEL_GRACE)
-        await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
+        # Signals to other sessions of a delegation tree too (only sessions since SUB_AGENTS send any).
+        await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight
+                                      and not self.reports_in_flight)
 
     def close(self, reason: str) -> None:
         """Settle whatever is still open, so even a closed transcript is well-formed."""

@@ -13,6 +13,7 @@ from typing import Any
 from temporalio import workflow
 
 from workflows.contract import JUDGE_CALLS
+from workflows.agents import agent_of
 from workflows.conversation import ModelReply
 from workflows.limits import MAX_ARGUMENT_BYTES, utf8_size
 from workflows.planning import with_recorded_args
@@ -43,6 +44,7 @@ class Judging(AgentParts):
                 reply=reply.model_copy(update={"catalog_plans": None}), tools=self.config.tools,
                 pins={tool: pin for tool, pin in self.run_state.pins.items() if tool in called},
                 results_this_turn=self.run_state.results_this_turn,
+                delegates={tool: agent_of(tool) or "" for tool in self.delegates()},
             ),
             result_type=Judgement, start_to_close_timeout=timedelta(seconds=30),
             summary="judge the calls: catalog and operator's policy",

@@ -39,16 +39,24 @@ SETTLED_NOTICES = "notify-settled-to-the-messages-that-showed-it"
 GROUPS_IN_PROOFS = "groups-in-decision-proofs"
 FIRST_SUPPORTED_BUILD = GROUPS_IN_PROOFS
 
+# Runs that offer the model a `delegate__<name>` tool for each agent of HITL_AGENTS and the
+# session's `agents`, and run each such call as a child session (workflows/delegating.py). Before
+# it, no session had agents and none started a child. The newest, asked at run start.
+SUB_AGENTS = "sub-agents-as-child-sessions"
+
 # The patches asked at run start since the first supported build, newest first, each with the
 # behaviour it brought: a run that has one has every older one, and none of the newer. A run that
 # has none is of the first supported build.
 RUN_START_PATCHES: tuple[tuple[str, str], ...] = (
+    (SUB_AGENTS, "delegates_to_agents"),
 )
 
 
 @dataclass(frozen=True)
 class Behaviours:
     """Which side of each patch this run is on, decided once as the run starts."""
+
+    delegates_to_agents: bool = True
 
     @classmethod
     def at_run_start(cls) -> Behaviours:

@@ -76,6 +76,8 @@ class Starting(AgentParts):
         if facts.policy_problems:
             raise ApplicationError(f"invalid session input: {'; '.join(facts.policy_problems)}",
                                    type="InvalidSessionInput", non_retryable=True)
+        if self.behaviours.delegates_to_agents:
+            self.learn_agents(facts.agents)
         if facts.trusted_keys:
             self.run_state.verifier.trusted_keys = facts.trusted_keys
         if workflow.info().continued_run_id is None:
@@ -95,8 +97,11 @@ class Starting(AgentParts):
     async def check_tool_names(self) -> None:
         """Rules that name an unknown tool are refused, judged by the worker's catalog as the
         session starts; a local activity records the verdict, so a later catalog cannot change it."""
+        named = self.config.model_dump(include=RULE_FIELDS)
+        if self.config.agents:
+            named["agents"] = sorted(self.config.agents)
         problems = await self.local_activity(
-            UNKNOWN_TOOLS.name, self.config.model_dump(include=RULE_FIELDS), result_type=UNKNOWN_TOOLS.result,
+            UNKNOWN_TOOLS.name, named, result_type=UNKNOWN_TOOLS.result,
             start_to_close_timeout=timedelta(seconds=10), summary="check the rules' tool names",
         )
         if problems:
