@@ -1,5 +1,7 @@
-"""The judging local activities: what the worker's catalog and the operator's policy say of a
-session's rules and of each call a model asks for (the workflow's side: workflows/judging.py)."""
+"""The judging local activities: the catalog's and the operator's policy's word on rules and calls.
+
+What the worker's catalog and the operator's policy say of a session's rules and of each call a
+model asks for (the workflow's side: workflows/judging.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The session's contract: every signal, Update, query and activity, named once, with what it
-takes and what it returns.
+"""The session's contract: every signal, Update, query and activity, with what it takes and returns.
 
 Everything that talks to a session uses these objects, never a string of its own: the clients
 (hitl/client, hitl/api, hitl/console, hitl/cli, bench) send `APPROVE.update`, ask

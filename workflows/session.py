@@ -46,6 +46,9 @@ AuditEventKind = Literal[
 
 
 class AuditEvent(BaseModel):
+    """One line of the audit (the `audit` query, GET /sessions/{id}/audit): a request, a decision or a
+    refusal, every key always there, null when it does not apply."""
+
     at: datetime
     event: AuditEventKind
     call_id: str | None = None
