@@ -92,19 +92,12 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
         self.closed_reason: str | None = None
         self.notifications_in_flight = 0
         self.notices_in_flight: dict[str, int] = {}  # by call id: a `settled` notice waits for them
-        self.hands_over_anywhere = False
         self.hand_over_blocked = False
         self.handing_over = False
         self.settled_event = 0  # the event id at which the session last stopped running
         self.waiters: list[int] = []  # wait_until_settled calls still waiting, oldest first
         self.waiters_seen = 0
         self.publisher = Publisher()
-        self.edit_regexes = False  # set in run() for histories recorded before EDITS_WITHOUT_REGEXES
-        self.verdicts_locally = True  # likewise, VERDICTS_BY_LOCAL_ACTIVITY
-        self.verdicts_cached = True  # likewise, VERDICTS_CACHED_PER_RUN
-        # The local activity's verdict (arguments aside) on tools it said run without asking, this run.
-        self.judged_auto_run: dict[str, dict[str, Any]] = {}
-        self.authorized = True  # likewise, AUTHORIZATION_MODEL
         self.behaviours = Behaviours()
         self.validating = False  # inside an Update's validator, which may command nothing
         self.reusable_runs: dict[str, tuple[dict[str, Any], datetime]] = {}  # tool -> (verdict, judged at)
@@ -126,18 +119,11 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
     async def run(self, request: RawValue = None) -> SessionSummary:  # type: ignore[assignment]
         if self.setup_error:
             raise ApplicationError(self.setup_error, type="InvalidSessionInput", non_retryable=True)
-        self.behaviours = behaviours = Behaviours.at_run_start()  # see workflows/patches.py
-        self.hands_over_anywhere = behaviours.hands_over_anywhere
-        self.edit_regexes = not behaviours.edits_without_regexes
-        self.verdicts_locally = behaviours.verdicts_by_local_activity
-        self.verdicts_cached = behaviours.verdicts_cached_per_run
-        self.authorized = behaviours.authorization_model
-        if self.authorized:
-            self.run_state.verifier.bound = True
-        if self.hands_over_anywhere and workflow.info().continued_run_id is None:
+        self.behaviours = Behaviours.at_run_start()  # see workflows/patches.py
+        self.run_state.verifier.bound = True
+        if workflow.info().continued_run_id is None:
             await self.check_tool_names()
-        if behaviours.publishes_and_verifies:
-            await self.learn_environment()
+        await self.learn_environment()
         try:
             if self.run_state.in_turn:  # this run continues a turn the previous run was in
                 await self.guarded(self.run_turn(resumed=True))
@@ -215,10 +201,8 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
                 self.run_state.last_answer = reply.content or ""
                 self.run_state.events.add("answer", workflow.now(), text=self.run_state.last_answer)
                 break
-            if self.verdicts_locally:
-                reply = await self.judge_calls(reply)
-            self.run_state.step = Step(plans=plan_reply(
-                reply, self.offered, self.config, self.behaviours.proves_carried_state_and_binds_policy_floor))
+            reply = await self.judge_by_worker(reply)
+            self.run_state.step = Step(plans=plan_reply(reply, self.offered, self.config))
             for plan in self.run_state.step.plans:
                 self.open_pause_if_needed(plan)
             await self.finish_step()

@@ -69,15 +69,9 @@ class AgentParts:
     waiters_seen: int
     publisher: Publisher
     validating: bool  # inside an Update's validator, which may command nothing
-    judged_auto_run: dict[str, dict[str, Any]]  # tool -> the local activity's verdict "run", this run
     reusable_runs: dict[str, tuple[dict[str, Any], datetime]]  # tool -> (verdict, judged at)
-    # Which side of each patch this run is on (workflows/patches.py), and flags set from it in run().
+    # Which side of each patch this run is on (workflows/patches.py), set in run().
     behaviours: Behaviours
-    hands_over_anywhere: bool
-    edit_regexes: bool
-    verdicts_locally: bool
-    verdicts_cached: bool
-    authorized: bool
     # A class default in LocalChecks (workflows/activity_calls.py), which alone keeps the history's figures.
     local_activities_in_flight: int
     # Sub-agents (workflows/delegating.py): this run's agents, and the signals to the rest of the tree.

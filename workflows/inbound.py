@@ -108,13 +108,11 @@ class Inbound(AgentParts):
         self.refuse_if_closing()
         self.refer_to_child(payload)
         decision, proof = self.proven(parse_decision(verb, payload))
-        return self.run_state.pauses.decide(decision, CATALOG, workflow.now(), regexes=self.edit_regexes,
+        return self.run_state.pauses.decide(decision, CATALOG, workflow.now(),
                                             groups=self.proven_groups(decision)), proof
 
     def proven_groups(self, decision: Any) -> tuple[str, ...]:
-        """The groups the decision's proof vouches for (GROUPS_IN_PROOFS, workflows/patches.py)."""
-        if not self.behaviours.counts_groups_in_proofs:
-            return ()
+        """The groups the decision's proof vouches for."""
         return self.run_state.verifier.groups_vouched(decision, workflow.now())
 
     def decide_and_apply(self, verb: str, payload: Any) -> dict[str, Any]:
@@ -130,7 +128,7 @@ class Inbound(AgentParts):
         self.refer_to_child(payload)
         request, proof = self.proven(parse_decision(verb, payload))
         now = workflow.now()
-        if self.authorized and isinstance(request, Claim) and request.for_seconds > CLAIM_SECONDS_AT_MOST:
+        if isinstance(request, Claim) and request.for_seconds > CLAIM_SECONDS_AT_MOST:
             raise Refusal(f"a claim lasts at most {CLAIM_SECONDS_AT_MOST:g} seconds; claim again when it runs out", code="invalid")
         pauses = self.run_state.pauses
         verdict = (pauses.claim(request, now, self.proven_groups(request)) if isinstance(request, Claim)
