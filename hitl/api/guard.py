@@ -111,13 +111,26 @@ def allowed_on_call(verb: str) -> Callable[..., Any]:
 
 async def grant_on_call(request: Request, session_id: str, call_id: str, person: str, verb: str) -> Grant:
     """What `allowed_on_call` checks, for a person a door has proven otherwise than by a bearer
-    token (a Slack user that `people` maps, hitl/api/slack.py)."""
+    token (a Slack user that `people` maps, hitl/api/slack.py; an email link's person,
+    hitl/api/decide_links.py)."""
     action: Action = "claim" if verb in ("claim", "release") else "decide"
     session = await session_facts(request, session_id)
     policy = policy_of(request)
     readable = verdict(person, "read", session, policy)
     item = await pending_item(request, session_id, call_id) if readable.allowed else None
     refuse_unless(verdict(person, action, session, policy, item, verb))
+    if item is not None and item.get("session_id") and item.get("child_call_id"):
+        # A child session's call, listed by its root (docs/interface.md, Sub-agents): the same
+        # rules, asked of the child and its own open call, which is what is decided. Only a
+        # session below this one, and only the call as listed: what the person saw is what counts.
+        if not str(item["session_id"]).startswith(f"{session_id}/"):
+            raise HTTPException(404, f"no call {call_id!r} waits in session {session_id!r}")
+        child = await session_facts(request, item["session_id"])
+        child_item = await pending_item(request, child.session_id, item["child_call_id"])
+        refuse_unless(verdict(person, action, child, policy, child_item, verb))
+        if child_item.get("args_sha256") != item.get("args_sha256"):
+            raise HTTPException(409, f"{call_id} changed in session {child.session_id}: read it again")
+        return Grant(person, child, child_item)
     return Grant(person, session, item)
 
 
@@ -126,11 +139,23 @@ async def pending_item(request: Request, session_id: str, call_id: str) -> dict[
     for item in await run_query(request, session_id, PENDING):
         if item["call_id"] == call_id:
             return item
-    trail = await read_all(await temporal(request).get(), session_id, AUDIT_PAGE.name, "events")  # across runs
-    outcomes = [event["event"] for event in trail if event.get("call_id") == call_id and event["event"] != "refused"]
-    if any(outcome != "requested" for outcome in outcomes):
-        raise HTTPException(409, f"{call_id} is already settled ({outcomes[-1]})")
+    settled = await settlement_of(request, session_id, call_id)
+    if settled is not None:
+        raise HTTPException(409, f"{call_id} is already settled ({settled})")
     raise HTTPException(404, f"no call {call_id!r} waits in session {session_id!r}")
+
+
+async def settlement_of(request: Request, session_id: str, call_id: str) -> str | None:
+    """How the call was settled, from the audit across runs ("approved by ana via email at ..."),
+    or None while it was not (asked once the call no longer waits: an approval of N-of-M is recorded too)."""
+    trail = await read_all(await temporal(request).get(), session_id, AUDIT_PAGE.name, "events")
+    events = [event for event in trail
+              if event.get("call_id") == call_id and event["event"] not in ("refused", "requested")]
+    if not events:
+        return None
+    last = events[-1]
+    return " ".join([last["event"], *(f"{word} {last[key]}" for word, key in (("by", "by"), ("via", "via"), ("at", "at"))
+                                       if last.get(key))])
 
 
 async def session_read(request: Request, grant: Grant, name: str, read: Callable[[], Any]) -> Any:

@@ -12,77 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
 from tests.support.api_server import Api, api, scripted_api, signing_key, token_of  # noqa: F401  (fixtures)
+from tests.support.browser import NEEDS_CHROMIUM, browser, click, find, text_of, until  # noqa: F401  (browser: a fixture)
 from tests.support.sessions import eventually
 from tests.support.fake_openai import FakeOpenAI, completion, text, tool_calls
 
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM and CHROMEDRIVER),
-    reason="needs Debian's chromium and chromium-driver (`apt-get install chromium chromium-driver`; .ci/run installs them)",
-)
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,860"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
-async def until(browser: Any, probe: Callable[[Any], Any], timeout: float = 30) -> Any:
-    """Wait (without blocking the loop the API serves from) until `probe(browser)` is truthy."""
-    from selenium.common.exceptions import WebDriverException
-
-    def look() -> Any:
-        try:
-            return probe(browser)
-        except WebDriverException:
-            return None
-
-    return await eventually(lambda: asyncio.to_thread(look), bool, timeout=timeout, every=0.1)
-
-
-def find(selector: str) -> Callable[[Any], Any]:
-    from selenium.webdriver.common.by import By
-
-    return lambda browser: browser.find_elements(By.CSS_SELECTOR, selector)
-
-
-def click(selector: str) -> Callable[[Any], bool]:
-    """Find and click in one go (the inbox list is redrawn every few seconds)."""
-    def probe(browser: Any) -> bool:
-        found = find(selector)(browser)
-        if len(found) != 1:
-            return False
-        found[0].click()
-        return True
-    return probe
+pytestmark = NEEDS_CHROMIUM
 
 
 async def screenshot(browser: Any, name: str) -> None:
     """docs/<name>.png, of the page as it is now: the README shows these, so they never go stale."""
     assert await asyncio.to_thread(browser.save_screenshot, str(DOCS / name))
-
-
-def text_of(selector: str) -> Callable[[Any], str]:
-    return lambda browser: " ".join(e.text for e in find(selector)(browser))
 
 
 async def sign_in(browser: Any, api: Api, person: str) -> None:

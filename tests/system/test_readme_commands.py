@@ -78,6 +78,7 @@ DEV_SERVER = ("temporal server start-dev --db-filename .hitl/server.db --search-
 MCP_TOOLS = "HITL_MCP_CONFIG=mcp.json python starter.py tools"
 MCP_WORKER = "HITL_MCP_CONFIG=mcp.json python worker.py"
 PUBLIC_KEY = "python -m hitl.decision_keys public"
+EMAIL_LINK_KEY = "python -m hitl.decision_keys email-link"
 IN_DEPTH = ("## Human in the loop, in depth", "## Built-in tools")
 NOT_RUN = {
     """python -c 'import base64,os; print("whsec_" + base64.b64encode(os.urandom(24)).decode())'""":
@@ -138,6 +139,12 @@ NOT_RUN = {
     'python -m bench.kill --kills 20': 'a benchmark of minutes; it reports numbers, it checks nothing',
     'python -m bench.transcript_read': 'a benchmark of minutes; it reports numbers, it checks nothing',
     'python -m bench.task_timeout': 'a benchmark of minutes; it reports numbers, it checks nothing',
+    # Quoted from modules' opening lines in docs/architecture.md's generated module table.
+    "python scripts/architecture.py": "rewrites that page's module table; tests/unit/test_architecture_doc.py compares "
+                                      "the page with what it would write",
+    "python starter.py tools": "hitl/console/tools.py's opening line; the README's HITL_MCP_CONFIG=mcp.json python starter.py tools runs",
+    "python starter.py watch '<session>'": "hitl/console/watch.py's opening line; tests/integration/test_watch.py runs starter.py watch",
+    "python starter.py --help": "starter.py's opening line; tests/system/test_usage_errors.py runs starter.py's help and its refusals",
 }
 
 
@@ -924,7 +931,8 @@ def processes_in(folder: Path) -> list[str]:
 # ------------------------------------------------------------------ the list itself
 
 def test_every_printed_command_is_run_or_excused() -> None:
-    run_elsewhere = {DEMO_COMMAND, DEMO_HELP, LOCAL_MODEL_WORKER, OWN_TOOLS_WORKER, MCP_TOOLS, MCP_WORKER, PUBLIC_KEY}
+    run_elsewhere = {DEMO_COMMAND, DEMO_HELP, LOCAL_MODEL_WORKER, OWN_TOOLS_WORKER, MCP_TOOLS, MCP_WORKER, PUBLIC_KEY,
+                     EMAIL_LINK_KEY}
     stories = [c for heading in (*STORY_SECTIONS, AG_UI_SECTION) for block in bash_blocks(section(heading))
                for c in command_lines(block)]
     in_depth = [c for commands in blocks() for c, _ in commands]
@@ -999,3 +1007,25 @@ def test_the_printed_public_key_is_the_one_that_verifies_the_apis_proofs(tmp_pat
     signer_id, key = decision_keys.signing_key()
     proof = sign_decision(key, signer_id, session_id="s", call_id="c", action="approve", by="ana", args_sha256="x")
     assert verify_decision(proof, {key_id: public}, datetime.now(timezone.utc)).by == "ana"
+
+
+def test_the_printed_email_link_key_makes_links_the_api_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker given the printed HITL_EMAIL_LINK_KEY makes links the API (holding the signing key) reads;
+    the printed key is not the signing seed."""
+    import base64
+
+    from hitl import decision_keys
+    from hitl.email_links import LinkClaims, make_link_token, read_link_token
+
+    seed = base64.b64encode(bytes(range(32))).decode()
+    environment = {**os.environ, "HITL_SIGNING_KEY": f"k1:{seed}", "HITL_KEYS_DIR": str(tmp_path)}
+    printed = subprocess.run([sys.executable, *EMAIL_LINK_KEY.split()[1:]], cwd=ROOT, env=environment,
+                             capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+    assert printed != seed
+    monkeypatch.delenv("HITL_SIGNING_KEY", raising=False)
+    monkeypatch.setenv("HITL_KEYS_DIR", str(tmp_path / "none"))
+    monkeypatch.setenv("HITL_EMAIL_LINK_KEY", printed)
+    claims = LinkClaims(person="ana", session_id="s", call_id="c", args_sha256="x", verb="approve", expires=2**40, mail="m")
+    token = make_link_token(decision_keys.worker_email_link_key(), claims)
+    monkeypatch.setenv("HITL_SIGNING_KEY", f"k1:{seed}")
+    assert read_link_token(decision_keys.email_link_key(), token, now=0) == claims

@@ -20,7 +20,9 @@ from hitl.api.web_sign_in import SESSION_COOKIE, WebSignIn
 from tests.support.api_server import Api, serving, signing_key  # noqa: F401  (fixtures)
 from tests.support.openid import AUDIENCE, OpenID, openid  # noqa: F401  (fixtures)
 from tests.support.sessions import eventually, running_agent
-from tests.system.test_api_web import browser, click, find, pytestmark, text_of, until  # noqa: F401  (fixtures)
+from tests.support.browser import NEEDS_CHROMIUM, browser, click, find, text_of, until  # noqa: F401  (browser: a fixture)
+
+pytestmark = NEEDS_CHROMIUM
 
 ANA = "ana@example.com"
 
