@@ -3,8 +3,9 @@
     python -m bench.doors [--rounds 3] [--decisions 5] [--think-seconds 2]
 
 Its own dev server (with its Prometheus endpoint), one worker with the offline
-model and Slack's channel, and the API under uvicorn in this process; Slack is
-tests/support/slack_api.py, a loopback Slack Web API. Each decision is one
+model (which delegates when told to) and Slack's channel, and the API under
+uvicorn in this process; Slack is tests/support/slack_api.py, a loopback Slack
+Web API. Each decision is one
 session ana starts with `POST /sessions` ("please delete notes.txt": one
 approval pause, then `delete_file` and the answer). Once the pause is shown
 (and, for the API and Slack, ana's event stream of the session is open), ana
@@ -16,7 +17,10 @@ shows the tool's result:
 - api:   `POST /sessions/{id}/calls/{call}/approve` -> `tool_result` on the session's SSE stream;
 - ag-ui: `POST /ag-ui` with a `resume` entry -> `TOOL_CALL_RESULT` in that run's stream;
 - a2a:   `SendMessage` with the decision's data part -> the task back, `completed`;
-- slack: the signed click on the card Slack was sent -> `tool_result` on the SSE stream.
+- slack: the signed click on the card Slack was sent -> `tool_result` on the SSE stream;
+- sub-agent: the session delegates the delete to a child agent (`janitor`), whose pause the
+         root lists; `POST .../approve` at the root for the child's call -> the delegation's
+         `tool_result` on the root's SSE stream (the child's tool, its answer, the root's pick-up).
 
 Beside it, door-independent: the decision to the tool's `ActivityTaskCompleted`
 in the history (the server's clock, the same machine's), and per session the
@@ -42,25 +46,27 @@ from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import quote
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from activities.offline_model import OfflineModel
 from activities.slack import slack_messages
 from bench.process_figures import load_average, server_requests
 from hitl.api.slack import slack_door
 from hitl.channels import channels_from_env
 from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 from hitl.worker import build_worker
+from tests.integration.test_sub_agents import JANITOR, DelegatingModel
 from tests.support.a2a_client import Agent2Agent, a2a_as
 from tests.support.api_server import Api, EventStream, serving
 from tests.support.sessions import Agent
 from tests.support.slack_api import BOT_TOKEN, SIGNING_SECRET, SlackApi, click, signed, slack_api
 
-DOORS = ("api", "ag-ui", "a2a", "slack")
+DOORS = ("api", "ag-ui", "a2a", "slack", "sub-agent")
 PERSON, SLACK_USER = "ana", "U0ANA"
 MESSAGE = "please delete notes.txt"
+DELEGATED = "delegate janitor: delete notes.txt"  # tests/integration/test_sub_agents.py's DelegatingModel
 METRICS_FLUSH_SECONDS = 2.0  # the server reports its counters about once a second
 WAIT_SECONDS = 120
 
@@ -69,6 +75,7 @@ WAIT_SECONDS = 120
 class Decision:
     door: str
     session_id: str
+    tool_session: str  # where the tool ran: the session, or its child agent's
     seconds: float  # the decision sent -> the door showed the tool's result
     tool_seconds: float  # the decision sent -> the tool's activity completed (history)
     events: int = 0
@@ -126,7 +133,7 @@ async def world(client: Client, folder: Path, stack: AsyncExitStack) -> World:
     stack.enter_context(environment(**environ))
     channels = channels_from_env(dict(os.environ))
     queue, workspace = f"doors-{uuid.uuid4().hex[:8]}", folder / "workspace"
-    await stack.enter_async_context(build_worker(client, queue, OfflineModel(), workspace,
+    await stack.enter_async_context(build_worker(client, queue, DelegatingModel(), workspace,
                                                  message_channels=slack_messages(channels, dict(os.environ))))
     api = await stack.enter_async_context(serving(Agent(client, queue, workspace),
                                                   slack_door=slack_door(channels, dict(os.environ))))
@@ -134,16 +141,24 @@ async def world(client: Client, folder: Path, stack: AsyncExitStack) -> World:
     return World(api, slack, client, workspace, a2a)
 
 
-async def paused(world: World) -> tuple[str, str]:
+async def paused(world: World, door: str) -> tuple[str, str, str]:
+    """A new session paused for delete_file: its id, the call's id as the session lists it, and
+    the id of the session the tool runs in (a child's, for the sub-agent door)."""
     workspace = world.workspace
     workspace.mkdir(parents=True, exist_ok=True)
     (workspace / "notes.txt").write_text("remember the milk\n")
     session_id = f"door-{uuid.uuid4().hex[:10]}"
+    body = {"message": DELEGATED, "agents": {"janitor": JANITOR}} if door == "sub-agent" else {"message": MESSAGE}
     async with world.api.as_(PERSON) as http:
-        started = await http.post("/sessions", json={"message": MESSAGE, "session_id": session_id})
-    if started.status_code != 201 or not started.json()["pending"]:
+        started = await http.post("/sessions", json={**body, "session_id": session_id})
+        pending = started.json().get("pending") if started.status_code == 201 else None
+        deadline = time.monotonic() + WAIT_SECONDS
+        while started.status_code == 201 and not pending and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)  # a child's pause reaches the root's list when the child reports it
+            pending = (await http.get(f"/sessions/{session_id}/pending")).json()
+    if not pending:
         raise RuntimeError(f"the session did not pause: {started.status_code} {started.text}")
-    return session_id, started.json()["pending"][0]["call_id"]
+    return session_id, pending[0]["call_id"], pending[0].get("session_id") or session_id
 
 
 async def slack_card(slack: SlackApi, session_id: str, call_id: str) -> dict[str, Any]:
@@ -172,7 +187,8 @@ async def sse_tool_result(stream: EventStream, send: Any) -> float:
 async def decide_watching(world: World, door: str, session_id: str, call_id: str, think: float) -> tuple[float, float]:
     async with world.api.as_(PERSON) as http, http.stream("GET", f"/sessions/{session_id}/events") as response:
         stream = EventStream(response)
-        await stream.read_until(lambda seen: any(e["event"] == "pause_opened" for e in seen), WAIT_SECONDS)
+        if door != "sub-agent":  # the root lists its child's pause; its own events do not open it
+            await stream.read_until(lambda seen: any(e["event"] == "pause_opened" for e in seen), WAIT_SECONDS)
         if door == "slack":
             body, headers = signed(click(SLACK_USER, await slack_card(world.slack, session_id, call_id), "approve"))
             async with world.api.as_(None) as slack_http:
@@ -184,7 +200,7 @@ async def decide_watching(world: World, door: str, session_id: str, call_id: str
             await asyncio.sleep(think)
             sent = time.time()
             seconds = await sse_tool_result(stream, lambda: http.post(
-                f"/sessions/{session_id}/calls/{call_id}/approve", json={}))
+                f"/sessions/{session_id}/calls/{quote(call_id, safe='')}/approve", json={}))
     return seconds, sent
 
 
@@ -215,14 +231,14 @@ async def decide_by_a2a(world: World, session_id: str, call_id: str, think: floa
 
 
 async def one_decision(world: World, door: str, think: float) -> Decision:
-    session_id, call_id = await paused(world)
-    if door in ("api", "slack"):
+    session_id, call_id, tool_session = await paused(world, door)
+    if door in ("api", "slack", "sub-agent"):
         seconds, sent = await decide_watching(world, door, session_id, call_id, think)
     elif door == "ag-ui":
         seconds, sent = await decide_by_ag_ui(world, session_id, call_id, think)
     else:
         seconds, sent = await decide_by_a2a(world, session_id, call_id, think)
-    decision = Decision(door, session_id, seconds, float("nan"))
+    decision = Decision(door, session_id, tool_session, seconds, float("nan"))
     await settle_history(world.client, decision, sent)
     async with world.api.as_(PERSON) as http:  # a person may own only so many running sessions
         cancelled = await http.post(f"/sessions/{session_id}/cancel", json={})
@@ -232,15 +248,20 @@ async def one_decision(world: World, door: str, think: float) -> Decision:
 
 
 async def settle_history(client: Client, decision: Decision, sent: float) -> None:
-    """Once the turn has answered: its events, workflow tasks and when the tool completed."""
+    """Once the turn has answered: its events and workflow tasks (a child's too) and when the tool
+    completed."""
     handle = client.get_workflow_handle(decision.session_id)
     deadline = time.monotonic() + WAIT_SECONDS
     while (await handle.query("status"))["state"] != "idle" and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    events = (await handle.fetch_history()).events
-    tools = {e.event_id for e in events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    events = list((await handle.fetch_history()).events)
+    ran_in = events
+    if decision.tool_session != decision.session_id:
+        ran_in = list((await client.get_workflow_handle(decision.tool_session).fetch_history()).events)
+        events += ran_in
+    tools = {e.event_id for e in ran_in if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
              and e.activity_task_scheduled_event_attributes.activity_type.name == "run_tool"}
-    [done] = [e for e in events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+    [done] = [e for e in ran_in if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
               and e.activity_task_completed_event_attributes.scheduled_event_id in tools]
     decision.tool_seconds = done.event_time.ToDatetime().timestamp() - sent
     decision.events = len(events)
@@ -280,19 +301,19 @@ async def door_round(world: World, metrics: str, door: str, round_no: int, decis
 
 def table(rounds: list[DoorRound], think: float, load: str) -> str:
     doors = list(dict.fromkeys(r.door for r in rounds))
-    lines = [f"{'door':<8}{'round':>6}{'to tool result ms':>19}{'vs api':>8}{'to tool done ms':>17}{'vs api':>8}"
+    lines = [f"{'door':<10}{'round':>6}{'to tool result ms':>19}{'vs api':>8}{'to tool done ms':>17}{'vs api':>8}"
              f"{'events':>8}{'wf tasks':>10}{'requests':>10}"]
     for door in doors:
         for mine in (r for r in rounds if r.door == door):
             [api] = [r for r in rounds if r.door == "api" and r.round_no == mine.round_no] or [mine]
             lines.append(
-                f"{door:<8}{mine.round_no + 1:>6}{mine.median('seconds') * 1000:>19.0f}"
+                f"{door:<10}{mine.round_no + 1:>6}{mine.median('seconds') * 1000:>19.0f}"
                 f"{mine.median('seconds') / api.median('seconds'):>8.2f}{mine.median('tool_seconds') * 1000:>17.0f}"
                 f"{mine.median('tool_seconds') / api.median('tool_seconds'):>8.2f}{mine.median('events'):>8.0f}"
                 f"{mine.median('workflow_tasks'):>10.0f}{mine.requests_per_decision:>10.1f}")
     count = len(rounds[0].decisions)
-    lines += ["", f"each row the median of {count} decisions (one session each: start, pause, approve, delete_file, "
-              f"answer); {think:g} s of thought before each, not timed; ratios against the api row of the same round;",
+    lines += ["", f"each row the median of {count} decisions (one session each, a child's too for sub-agent: start, "
+              f"pause, approve, delete_file, answer); {think:g} s of thought before each, not timed; ratios against the api row of the same round;",
               "events and workflow tasks per session; requests: the server frontend's round trips per decision "
               "(session start and event stream included)",
               f"load average before / after: {load}"]

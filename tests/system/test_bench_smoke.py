@@ -82,5 +82,5 @@ async def test_the_issue_table_has_every_figure_of_every_run_and_every_door() ->
         assert decision.events > 0 and decision.workflow_tasks > 0 and door_round.requests_per_decision > 0
     printed = issue_table.table(runs, phases, rounds, 0, "0 0 0").splitlines()
     rows = [line for line in printed[2:] if line.startswith("| ")]
-    assert len(rows) == 2 * 2 + 3 + 3, "each approval figure per run, each load figure, each door but the baseline"
+    assert len(rows) == 2 * 2 + 3 + 4, "each approval figure per run, each load figure, each door but the baseline"
     assert all(" | x" in line for line in rows), "every figure is given as a ratio"
