@@ -86,7 +86,7 @@ async def poll(check: Any, interval: float = 0.01) -> None:
         await asyncio.sleep(interval)
 
 
-async def product_session(client: Client, task_queue: str) -> tuple[float, float]:
+async def product_session(client: Client, task_queue: str) -> tuple[float, float, str]:
     token = uuid.uuid4().hex
     began = time.perf_counter()
     handle = await client.start_workflow(AgentWorkflow.run, {"message": token}, id=f"p-{token}", task_queue=task_queue)
@@ -94,14 +94,14 @@ async def product_session(client: Client, task_queue: str) -> tuple[float, float
     approved = time.perf_counter()
     await handle.execute_update(APPROVE.update.name, {})
     await poll(lambda: _idle(handle))
-    return time.perf_counter() - began, TOOL_STARTED[token] - approved
+    return time.perf_counter() - began, TOOL_STARTED[token] - approved, handle.id
 
 
 async def _idle(handle: Any) -> bool:
     return (await handle.query(STATUS.name))["state"] == "idle"
 
 
-async def raw_session(client: Client, task_queue: str) -> tuple[float, float]:
+async def raw_session(client: Client, task_queue: str) -> tuple[float, float, str]:
     token = uuid.uuid4().hex
     began = time.perf_counter()
     handle = await client.start_workflow(RawAgent.run, token, id=f"r-{token}", task_queue=task_queue)
@@ -109,10 +109,10 @@ async def raw_session(client: Client, task_queue: str) -> tuple[float, float]:
     approved = time.perf_counter()
     await handle.execute_update(RawAgent.approve)
     await poll(lambda: handle.query(RawAgent.is_done))  # observed the same way as the product's answer
-    return time.perf_counter() - began, TOOL_STARTED[token] - approved
+    return time.perf_counter() - began, TOOL_STARTED[token] - approved, handle.id
 
 
-async def asyncio_session() -> tuple[float, float]:
+async def asyncio_session() -> tuple[float, float, str]:
     token = uuid.uuid4().hex
     began = time.perf_counter()
     approval = asyncio.Event()
@@ -130,7 +130,7 @@ async def asyncio_session() -> tuple[float, float]:
     approved = time.perf_counter()
     approval.set()
     await task
-    return time.perf_counter() - began, TOOL_STARTED[token] - approved
+    return time.perf_counter() - began, TOOL_STARTED[token] - approved, ""
 
 
 @dataclass
@@ -151,7 +151,7 @@ class Series:
 async def measure(runs: int, rounds: int, contenders: dict[str, Any]) -> list[Series]:
     """Each contender alone with its own worker (two workers in one process slow each
     other down), in rounds, so a noisy moment on this machine hits every contender alike."""
-    results: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
+    results: dict[str, list[tuple[float, float, str]]] = {name: [] for name in contenders}
     for _ in range(rounds):
         for name, (worker, session) in contenders.items():
             async with worker():

@@ -3,17 +3,22 @@
 Structural facts only, never timings (this machine is shared): a row for each
 design and size, every turn reached its last step, the history is summed over
 the session's runs, and at 20 steps the product stores less per step than the
-raw floor, whose every model call re-sends the whole conversation.
+raw floor, whose every model call re-sends the whole conversation. Issue 31's
+table (bench/table.py) has a figure for every approval run, load round and door,
+each with its counts beside it and as a ratio to its baseline.
 """
 
 from __future__ import annotations
 
+import argparse
+import math
 from pathlib import Path
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from bench import throughput
+from bench import doors, throughput
+from bench import table as issue_table
 from bench.history import compare_long_turns, overheads_by_design, table
 
 SIZES = (5, 20)
@@ -54,3 +59,28 @@ async def test_the_throughput_table_has_every_design_and_every_session_finished(
     printed = throughput.table(phases, "0 0 0").splitlines()
     assert printed[2].startswith("product ") and printed[3].startswith("unsandboxed ") and printed[4].startswith("floor ")
     assert "(x" in printed[2] and "(x" in printed[3], "the product is given as a ratio to the floor"
+
+
+# its own dev servers, a process per approval run and per worker, the API and a loopback Slack
+async def test_the_issue_table_has_every_figure_of_every_run_and_every_door() -> None:
+    sizes = argparse.Namespace(runs=2, sessions=1, load_sessions=1, tool_steps=1, load_rounds=1,
+                               door_rounds=1, decisions=1, think_seconds=0)
+    runs, phases, rounds = await issue_table.measure(sizes)
+
+    assert len(runs) == 2
+    for run in runs:
+        assert sorted(run) == ["floor", "product"]
+        for design in run.values():
+            assert len(design["approve_to_tool_ms"]) == len(design["session_ms"]) == 1
+            assert design["events"] > 0 and design["workflow_tasks"] > 0 and design["requests"] > 0
+    assert [phase.design for phase in phases] == ["product", "floor"]
+    assert all(phase.finished == phase.sessions for phase in phases)
+    assert [door_round.door for door_round in rounds] == list(doors.DOORS)
+    for door_round in rounds:
+        [decision] = door_round.decisions
+        assert decision.seconds > 0 and math.isfinite(decision.tool_seconds), f"{door_round.door}: {decision}"
+        assert decision.events > 0 and decision.workflow_tasks > 0 and door_round.requests_per_decision > 0
+    printed = issue_table.table(runs, phases, rounds, 0, "0 0 0").splitlines()
+    rows = [line for line in printed[2:] if line.startswith("| ")]
+    assert len(rows) == 2 * 2 + 3 + 4, "each approval figure per run, each load figure, each door but the baseline"
+    assert all(" | x" in line for line in rows), "every figure is given as a ratio"

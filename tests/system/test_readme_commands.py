@@ -91,6 +91,8 @@ NOT_RUN = {
     "python -m bench.load --sessions 10000": "minutes long; tests/integration/test_load.py runs the same code with 1,000 sessions",
     "python -m bench.compare --sessions 30": "a benchmark of several minutes; it reports numbers, it checks nothing",
     "python -m bench.throughput": "a benchmark of minutes; tests/system/test_bench_smoke.py runs it at tiny sizes",
+    "python -m bench.table --runs 4 --sessions 10 --load-sessions 20 --tool-steps 5 --load-rounds 3 --door-rounds 3 "
+    "--decisions 3": "a benchmark of minutes; tests/system/test_bench_smoke.py runs it at tiny sizes",
     "BENCH_PROFILE=DIR python -m bench.throughput": "the same benchmark under py-spy, which is not a dependency",
     "python -m bench.throughput --sessions 1000 --model-seconds 1 --rounds 1 --designs product":
         "a benchmark of many minutes; tests/system/test_bench_smoke.py runs the same code at tiny sizes",
