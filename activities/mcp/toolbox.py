@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp import types
-from mcp.shared.exceptions import McpError
+from mcp.shared.exceptions import MCPError
 
 from activities.mcp.config import ServerEntry, config_from_env
 from activities.mcp.connection import CallInterrupted, ServerConnection, ServerUnavailable
@@ -130,9 +130,9 @@ class McpToolbox:
         for tool in tools:
             name = offered_name(server, tool.name)
             title = tool.annotations.title if tool.annotations else None  # shown and defused like the description
-            size = json_size([tool.description, tool.inputSchema, *([title] if title else [])])
+            size = json_size([tool.description, tool.input_schema, *([title] if title else [])])
             problem = None if OFFERED_NAME.match(name) else "its name does not fit mcp__<server>__<tool> in 64 letters, digits, _ or -"
-            problem = problem or self.taken(server, name) or schema_problem(tool.inputSchema)
+            problem = problem or self.taken(server, name) or schema_problem(tool.input_schema)
             if problem is None and size > MAX_TOOL_BYTES:
                 problem = f"its description{', title' if title else ''} and schema are {size} bytes; at most {MAX_TOOL_BYTES}"
             if problem is None and size > room:
@@ -148,7 +148,7 @@ class McpToolbox:
                 name=name,
                 # What a server says of its tool reaches the model and the card: defused like its results.
                 description=defused((tool.description or (tool.annotations and tool.annotations.title) or tool.name).strip()),
-                input_schema=tool.inputSchema,
+                input_schema=tool.input_schema,
                 needs_approval=policy.needs_approval,
                 destructive=policy.destructive,
                 approval_rule=policy.rule,
@@ -203,9 +203,9 @@ class McpToolbox:
             if repeatable:
                 raise  # read-only or idempotent: sending it again is safe
             raise ToolError(_maybe_happened(offered, str(error))) from None
-        except McpError as error:
+        except MCPError as error:
             raise ToolError(f"the MCP server {server!r} refused the call: {defused(error.error.message)}") from None
-        if result.isError:
+        if result.is_error:
             raise ToolError(as_tool_output(offered, result_text(result)))
         return as_tool_output(offered, result_text(result))
 
@@ -224,7 +224,7 @@ def defused_annotations(annotations: types.ToolAnnotations | None) -> dict[str, 
     """The server's annotations as the catalog keeps them, their title defused (its hints are flags)."""
     if annotations is None:
         return None
-    kept = annotations.model_dump(exclude_none=True)
+    kept = annotations.model_dump(by_alias=True, exclude_none=True)  # camelCase, as the catalog always kept them
     if isinstance(kept.get("title"), str):
         kept["title"] = defused(kept["title"])
     return kept

@@ -22,6 +22,8 @@ from mcp.client.stdio import stdio_client
 from mcp.server.lowlevel import Server
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.subscriptions import ToolsListChanged
 from starlette.applications import Starlette
 from starlette.routing import Route
 
@@ -181,6 +183,7 @@ class TimeOverHttp:
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.hidden: set[str] = set()
         self.sessions: set[ServerSession] = set()
+        self.changes = InMemorySubscriptionBus()  # how a 2026-07-28 client hears of a change
         self.stack = AsyncExitStack()
 
     async def __aenter__(self) -> TimeOverHttp:
@@ -188,17 +191,17 @@ class TimeOverHttp:
             command=sys.executable, args=["-m", "mcp_server_time", "--local-timezone", "UTC"])))
         upstream = await self.stack.enter_async_context(ClientSession(read, write))
         await upstream.initialize()
-        server: Server[Any, Any] = Server("time-over-http")
 
-        @server.list_tools()
-        async def list_tools() -> list[types.Tool]:
-            self.sessions.add(server.request_context.session)
-            return [tool for tool in (await upstream.list_tools()).tools if tool.name not in self.hidden]
+        async def list_tools(context: Any, params: Any) -> types.ListToolsResult:
+            self.sessions.add(context.session)
+            return types.ListToolsResult(
+                tools=[tool for tool in (await upstream.list_tools()).tools if tool.name not in self.hidden])
 
-        @server.call_tool(validate_input=False)
-        async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-            return await upstream.call_tool(name, arguments)
+        async def call_tool(context: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+            return await upstream.call_tool(params.name, params.arguments or {})
 
+        server: Server[Any] = Server("time-over-http", on_list_tools=list_tools, on_call_tool=call_tool,
+                                     on_subscriptions_listen=ListenHandler(self.changes))
         manager = StreamableHTTPSessionManager(app=server)
 
         async def endpoint(scope: Any, receive: Any, send: Any) -> None:
@@ -213,6 +216,7 @@ class TimeOverHttp:
         return self
 
     async def announce_change(self) -> None:
+        await self.changes.publish(ToolsListChanged())
         for session in list(self.sessions):
             try:
                 await session.send_tool_list_changed()
