@@ -71,6 +71,11 @@ HISTORY_AS_OF_LOCAL_ACTIVITY_START = "history-read-as-of-local-activity-start"
 # result like any other (workflows/activity_calls.py, read_result and read_reply). A run that never
 # meets one writes no marker.
 RESULTS_READ_AS_THEIR_TYPE = "activity-results-read-as-their-type"
+# Asked only where a tool activity ends with its MCP server's question (input_required, an
+# ApplicationError of type InputRequired): since, a question pause is opened and the call is retried
+# with the answer (workflows/tool_input.py); before it, the failure was the tool's error like any
+# other. A run that never meets one writes no marker.
+TOOL_INPUT_AS_A_PAUSE = "mcp-input-required-as-a-question-pause"
 
 # Runs that take carried state only from a run the server says was this product's own (an
 # AgentWorkflow on this worker's task queue that continued as new into this one), and whose

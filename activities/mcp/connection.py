@@ -30,6 +30,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from activities.mcp.config import ServerEntry
+from activities.mcp.elicitation import decline_live_elicitation
 from activities.mcp.sandbox import bwrap_path, sandboxed_command
 from hitl.control_characters import shown
 
@@ -90,8 +91,12 @@ class ServerConnection:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
 
-    async def call(self, tool: str, args: dict[str, Any], on_sent: Callable[[], None], wait_seconds: float) -> types.CallToolResult:
-        """Call a tool on the shared session. `on_sent` runs just before the request leaves.
+    async def call(self, tool: str, args: dict[str, Any], on_sent: Callable[[], None], wait_seconds: float,
+                   input_responses: dict[str, Any] | None = None, request_state: str | None = None,
+                   ) -> types.CallToolResult | types.InputRequiredResult:
+        """Call a tool on the shared session. `on_sent` runs just before the request leaves. A
+        2026-07-28 server may answer input_required (activities/mcp/elicitation.py); the call
+        that answers it carries `input_responses` and the kept `request_state`.
 
         A call in flight when its session is lost (the supervisor noticed a
         dead process or an unanswered ping) fails at once rather than at its
@@ -101,8 +106,10 @@ class ServerConnection:
         on_sent()
         self._in_flight += 1
         try:
-            result = await _unless(lost, session.call_tool(tool, args, read_timeout_seconds=self.entry.timeout_seconds))
-            if not isinstance(result, types.CallToolResult):
+            result = await _unless(lost, session.call_tool(
+                tool, args, read_timeout_seconds=self.entry.timeout_seconds, input_responses=input_responses,
+                request_state=request_state, allow_input_required=True))
+            if not isinstance(result, (types.CallToolResult, types.InputRequiredResult)):
                 raise CallInterrupted(f"the server answered with a {type(result).__name__}, not a tool result")
             return result
         except MCPError as error:
@@ -167,7 +174,9 @@ class ServerConnection:
         async with AsyncExitStack() as stack:
             read, write = await stack.enter_async_context(self._transport())
             session = await stack.enter_async_context(ClientSession(
-                read, write, read_timeout_seconds=CONNECT_SECONDS, message_handler=self._on_message))
+                read, write, read_timeout_seconds=CONNECT_SECONDS, message_handler=self._on_message,
+                # Advertises elicitation (form and URL), which 2026-07-28 servers ask by input_required.
+                elicitation_callback=decline_live_elicitation))
             # server/discover first (2026-07-28), the initialize handshake for an older server.
             await asyncio.wait_for(negotiate_auto(session), CONNECT_SECONDS)
             await self._list_tools(session)

@@ -26,12 +26,13 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from activities.mcp.config import ServerEntry, config_from_env
+from activities.mcp.elicitation import InputRequired, question_from, responses_for
 from activities.mcp.connection import CallInterrupted, ServerConnection, ServerUnavailable
 from activities.mcp.policy import policy_for, policy_trusts
 from activities.mcp.sandbox import bwrap_path, bwrap_problem
 from activities.mcp.results import as_tool_output, defused, result_text
 from activities.tools.errors import ToolError
-from activities.tools.receipts import has_receipt, write_receipt
+from activities.tools.receipts import has_receipt, remove_receipt, write_receipt
 from hitl.catalog import CATALOG, SchemaToolSpec, ToolCatalog, ToolContext
 from hitl.catalog.schema_tools import schema_problem
 from workflows.limits import json_size
@@ -195,8 +196,12 @@ class McpToolbox:
             if not repeatable:
                 write_receipt(context.workspace, context.session_id, context.call_id, offered, "sent to the MCP server")
 
+        answered = context.tool_input
         try:
-            result = await self.connections[server].call(tool, args, before_sending, READY_WAIT_SECONDS)
+            result = await self.connections[server].call(
+                tool, args, before_sending, READY_WAIT_SECONDS,
+                input_responses=responses_for(answered) if answered else None,
+                request_state=answered.get("request_state") if answered else None)
         except ServerUnavailable:
             raise  # not sent: the activity's next attempt tries again, the last one tells the model
         except CallInterrupted as error:
@@ -205,6 +210,10 @@ class McpToolbox:
             raise ToolError(_maybe_happened(offered, str(error))) from None
         except MCPError as error:
             raise ToolError(f"the MCP server {server!r} refused the call: {defused(error.error.message)}") from None
+        if isinstance(result, types.InputRequiredResult):
+            if not repeatable:  # the server answered: nothing is in doubt, and the answered call is sent again
+                remove_receipt(context.workspace, context.session_id, context.call_id)
+            raise InputRequired(question_from(server, result))
         if result.is_error:
             raise ToolError(as_tool_output(offered, result_text(result)))
         return as_tool_output(offered, result_text(result))

@@ -284,3 +284,18 @@ class Adversary:
 def tool(name: str, **hints: bool) -> dict[str, Any]:
     """A tool definition as the adversary lists it: a name and whatever annotations it claims."""
     return {"name": name, "description": f"{name} (says its server)", "annotations": hints or None}
+
+
+ASKING = Path(__file__).resolve().parent / "asking_mcp.py"
+
+
+def asking_server(folder: Path) -> dict[str, Any]:
+    """tests/support/asking_mcp.py (the SDK's MCPServer), sandboxed, trusted: its tools run without
+    approval, so what waits is only what the server asks. It records each answer it sees in `folder`."""
+    return {"command": sys.executable, "args": [str(ASKING), str(folder)], "trusted": True,
+            "auto_approve": ["*"], "sandbox": {"paths": [str(folder)], "read_only": [str(ASKING.parent)]}}
+
+
+def answers_seen(folder: Path) -> list[dict[str, Any]]:
+    log = folder / "seen.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []

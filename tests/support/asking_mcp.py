@@ -1,0 +1,67 @@
+"""An MCP server that asks a person during its tool calls, written with the SDK's MCPServer (FastMCP in mcp 1.x).
+
+python asking_mcp.py <state folder>
+
+- `book_table(day)` asks, in form mode, who the table is for and for how many
+  (the SDK's Resolve/Elicit: input_required at 2026-07-28, elicitation/create before).
+- `sign_in()` asks, in URL mode, the person to sign in at a page (a hand-made
+  input_required result with its requestState).
+
+Each answer it sees is appended to <state>/seen.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+from mcp import types
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
+from mcp.server.elicitation import AcceptedElicitation
+from pydantic import BaseModel, Field
+
+STATE = Path(sys.argv[1])
+app = MCPServer("asking")
+SIGN_IN_URL = "https://login.example.org/device?code=XY-42"
+
+
+def seen(record: dict[str, object]) -> None:
+    with (STATE / "seen.jsonl").open("a") as log:
+        log.write(json.dumps(record) + "\n")
+
+
+class Booking(BaseModel):
+    name: str = Field(description="Whose name the table is under")
+    guests: int = Field(description="How many people")
+
+
+def ask_booking() -> Elicit[Booking]:
+    return Elicit("Who is the table for?", Booking)
+
+
+@app.tool()
+def book_table(day: str, booking: Annotated[ElicitationResult[Booking], Resolve(ask_booking)]) -> str:
+    """Book a table; asks the person whose name and how many."""
+    if isinstance(booking, AcceptedElicitation):
+        seen({"tool": "book_table", "action": "accept", "content": booking.data.model_dump()})
+        return f"booked {day} for {booking.data.name}, {booking.data.guests} guests"
+    seen({"tool": "book_table", "action": booking.action})
+    return f"not booked: the person answered {booking.action}"
+
+
+@app.tool()
+def sign_in(ctx: Context) -> str | types.InputRequiredResult:
+    """Sign in to the booking service; the person signs in at a page."""
+    answered = (ctx.input_responses or {}).get("login")
+    if answered is None:
+        return types.InputRequiredResult(request_state="waiting-for-login", input_requests={"login": types.ElicitRequest(
+            params=types.ElicitRequestURLParams(message="Sign in to the booking service", url=SIGN_IN_URL,
+                                                elicitation_id="login-1"))})
+    seen({"tool": "sign_in", "action": answered.action, "request_state": ctx.request_state})
+    return f"signed in ({answered.action})" if answered.action == "accept" else f"not signed in: {answered.action}"
+
+
+if __name__ == "__main__":
+    app.run("stdio")
