@@ -8,6 +8,10 @@ python asking_mcp.py <state folder>
   input_required result with its requestState).
 
 Each answer it sees is appended to <state>/seen.jsonl.
+
+Its requestState is sealed with a fixed key and a week's lifetime, as the SDK says a server whose
+state must outlive its process must: MCPServer's default (a key made per process, ten minutes)
+refuses, after a restart, the state it minted before ("Invalid or expired requestState").
 """
 
 from __future__ import annotations
@@ -18,12 +22,13 @@ from pathlib import Path
 from typing import Annotated
 
 from mcp import types
-from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, RequestStateSecurity, Resolve
 from mcp.server.elicitation import AcceptedElicitation
 from pydantic import BaseModel, Field
 
 STATE = Path(sys.argv[1])
-app = MCPServer("asking")
+STATE_KEY = "asking-test-server: a key that outlives its process"
+app = MCPServer("asking", request_state_security=RequestStateSecurity(keys=[STATE_KEY], ttl=7 * 24 * 3600))
 SIGN_IN_URL = "https://login.example.org/device?code=XY-42"
 
 

@@ -12,9 +12,9 @@ import os
 import signal
 import subprocess
 import sys
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Iterator
 
 import uvicorn
 from mcp import ClientSession, StdioServerParameters, types
@@ -32,6 +32,7 @@ from activities.openai_backend import OpenAIBackend
 from hitl.devserver import free_port
 from tests.support.sessions import SECRET_KEY, Agent, running_agent
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.stack import ROOT, product_env
 
 
 def git(repo: Path, *args: str) -> str:
@@ -157,6 +158,29 @@ async def mcp_agent(env_client: Any, workspace: Path, servers: dict[str, Any]) -
         async with McpToolbox(parse_config({"mcpServers": servers})) as toolbox:
             async for agent in running_agent(env_client, workspace, backend):
                 yield agent, fake, toolbox
+
+
+@contextmanager
+def worker_process(address: str, task_queue: str, workspace: Path, servers: dict[str, Any], fake: FakeOpenAI,
+                   folder: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`python worker.py` with these MCP servers (a config file in `folder`) and the scripted model,
+    for a test to SIGKILL; killed at the end if it still runs. Its output goes to folder/worker.log."""
+    config = folder / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    with (folder / "worker.log").open("wb") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "worker.py"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            env=product_env(
+                TEMPORAL_ADDRESS=address, HITL_TASK_QUEUE=task_queue, HITL_WORKSPACE=str(workspace),
+                HITL_MCP_CONFIG=str(config), HITL_MODEL="test-model", OPENAI_API_KEY=SECRET_KEY,
+                OPENAI_BASE_URL=fake.base_url,
+            ),
+        )
+        try:
+            yield worker
+        finally:
+            kill(worker.pid)
+            worker.wait()
 
 
 def tool_results(fake: FakeOpenAI, request: int = -1) -> dict[str, str]:
