@@ -71,6 +71,11 @@ class ServerConnection:
         self._lost = asyncio.Event()  # set when the current session has ended
         self._in_flight = 0
 
+    @property
+    def protocol_version(self) -> str | None:
+        """The MCP revision the current session speaks (2026-07-28, or an older server's), if connected."""
+        return self._session.protocol_version if self._session is not None else None
+
     async def start(self, wait_seconds: float = CONNECT_SECONDS) -> bool:
         """Start supervising; True when the first session is up within `wait_seconds`."""
         self._task = asyncio.create_task(self._supervise(), name=f"mcp-server-{self.name}")

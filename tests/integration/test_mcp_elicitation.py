@@ -117,3 +117,19 @@ async def test_the_temporal_cli_answers_a_servers_question(env: WorkflowEnvironm
         assert answers_seen(tmp_path) == [{"tool": "book_table", "action": "accept", "content": {"name": "Ana", "guests": 3}}]
         answered = [e for e in await query(session, "audit") if e["event"] == "answered"]
         assert [(e["call_id"], e["by"]) for e in answered] == [("b1~input1", "cli-user")], answered
+
+
+async def test_an_older_servers_question_during_a_call_is_declined_with_the_reason(
+    env: WorkflowEnvironment, workspace: Path, tmp_path: Path
+) -> None:
+    """A 2025-11-25 server asks with elicitation/create while the call is open: no pause can hold the
+    call, so the client declines and says why; the server goes on, and nobody is asked."""
+    async with mcp_agent(env.client, workspace, {"old": asking_server(tmp_path, "--older")}) as (agent, fake, toolbox):
+        fake.script(tool_calls(("r1", "mcp__old__remember_me", {})), text("not remembered"))
+        session = await agent.start("remember me")
+        assert (await settled(session))["last_answer"] == "not remembered"
+        assert toolbox.connections["old"].protocol_version == "2025-11-25"
+        [seen] = answers_seen(tmp_path)
+        assert seen["tool"] == "remember_me" and "durable pause" in seen["error"], seen
+        assert tool_output(tool_results(fake)["r1"], "mcp__old__remember_me") == f"not asked: {seen['error']}"
+        assert await query(session, "pending") == []

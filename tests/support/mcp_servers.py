@@ -313,10 +313,10 @@ def tool(name: str, **hints: bool) -> dict[str, Any]:
 ASKING = Path(__file__).resolve().parent / "asking_mcp.py"
 
 
-def asking_server(folder: Path) -> dict[str, Any]:
+def asking_server(folder: Path, *flags: str) -> dict[str, Any]:
     """tests/support/asking_mcp.py (the SDK's MCPServer), sandboxed, trusted: its tools run without
     approval, so what waits is only what the server asks. It records each answer it sees in `folder`."""
-    return {"command": sys.executable, "args": [str(ASKING), str(folder)], "trusted": True,
+    return {"command": sys.executable, "args": [str(ASKING), str(folder), *flags], "trusted": True,
             "auto_approve": ["*"], "sandbox": {"paths": [str(folder)], "read_only": [str(ASKING.parent)]}}
 
 
