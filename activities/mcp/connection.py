@@ -22,6 +22,10 @@ from typing import Any, Callable
 
 import httpx2
 from mcp import ClientSession, StdioServerParameters, types
+# Private in mcp 2.3: its only public caller is mcp.Client(mode="auto"), which owns its transport and
+# session, while this module needs its own (the sandboxed stdio process, the ping, the tool-change
+# stream). Re-implementing the SDK's fallback rules here would drift from them; the unit test
+# tests/unit/test_mcp_negotiation.py fails by name if the SDK moves or changes it.
 from mcp.client._probe import negotiate_auto
 from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
