@@ -2,7 +2,11 @@
 
 By default a JSON line in HITL_WORKSPACE/notifications.jsonl (a tail -f away
 from any chat bot); with HITL_NOTIFY_URL, an HTTP POST of the same JSON, unsigned.
-Besides either, the webhooks of HITL_CHANNELS get it signed (activities/webhooks.py).
+Besides either, the webhooks of HITL_CHANNELS get it signed (activities/webhooks.py), and its
+message channels (Slack) show it in a message each (activities/message_channels.py): the activity
+returns those messages, and once the pause is settled the `settled` notification updates them. That
+one goes to the message channels alone: the line, the POST and the webhooks heard of the pause, and
+hear how it ended from the session's events.
 """
 
 from __future__ import annotations
@@ -12,43 +16,58 @@ import json
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Sequence
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from datetime import timedelta
+
+from activities.message_channels import ChannelFailed, MessageChannel, Progress, each_channel
 from activities.tools.errors import ToolError
 from activities.tools.workspace import NOTIFICATIONS, Workspace
-from activities.webhooks import SignedWebhook, deliver_all, message_id
+from activities.webhooks import DeliveryFailed, SignedWebhook, deliver_all, message_id
 from workflows.contract import NOTIFY
-from workflows.requests import Notification
-
-PLAIN_SENT = "plain notification sent"
+from workflows.requests import Notification, NotifyReceipt
 
 
 class NotifyActivities:
     def __init__(self, workspace: Path, webhook_url: str | None = None,
-                 signed_webhooks: list[SignedWebhook] | None = None) -> None:
+                 signed_webhooks: list[SignedWebhook] | None = None,
+                 message_channels: list[MessageChannel] | None = None) -> None:
         self.workspace = workspace
         self.webhook_url = webhook_url
         self.signed_webhooks = signed_webhooks or []
+        self.message_channels = message_channels or []
 
     @activity.defn(name=NOTIFY.name)
-    async def notify(self, notification: Notification) -> None:
-        line = notification.model_dump_json()
-        if not self.signed_webhooks:
+    async def notify(self, notification: Notification) -> NotifyReceipt:
+        # What earlier attempts did (their heartbeats): a retry for one channel that failed sends
+        # nothing again that another part already took. (Called outside an activity, by tests of
+        # the line alone, it has no heartbeats.)
+        within = activity.in_activity()
+        progress = Progress.from_details(activity.info().heartbeat_details if within else ())
+
+        def saved() -> None:
+            if within:
+                activity.heartbeat(progress.details())
+
+        if notification.event == "settled":
+            fail_if_any(await each_channel(self.message_channels, lambda channel: channel.settle(notification, progress, saved)))
+            return NotifyReceipt()
+        line = notification.model_dump_json(exclude={"settled", "messages"})
+        if not progress.plain_sent:
             await self._send_plain(line)
-            return
-        info = activity.info()
-        # A retry for a webhook that failed: the line or unsigned POST an earlier attempt made is
-        # not made again (the heartbeat that attempt recorded says so).
-        if PLAIN_SENT not in (info.heartbeat_details or ()):
-            await self._send_plain(line)
-            activity.heartbeat(PLAIN_SENT)
-        message = message_id(notification, info.workflow_run_id, info.activity_id)
-        failures = await deliver_all(self.signed_webhooks, message, line.encode(), info.attempt)
-        if failures:
-            raise ApplicationError("; ".join(map(str, failures)), type="WebhookFailed",
-                                   non_retryable=all(failure.final for failure in failures))
+            progress.plain_sent = True
+            saved()
+        undelivered: list[DeliveryFailed] = []
+        if self.signed_webhooks:
+            info = activity.info()
+            message = message_id(notification, info.workflow_run_id or "", info.activity_id)
+            undelivered = await deliver_all(self.signed_webhooks, message, line.encode(), info.attempt)
+        fail_if_any([*undelivered, *await each_channel(self.message_channels,
+                                                       lambda channel: channel.show(notification, progress, saved))])
+        return NotifyReceipt(messages=list(progress.shown.values()))
 
     async def _send_plain(self, line: str) -> None:
         if self.webhook_url:
@@ -76,6 +95,17 @@ class NotifyActivities:
             raise ApplicationError(
                 f"webhook answered {error.code}", non_retryable=400 <= error.code < 500 and error.code not in (408, 429)
             ) from None
+
+
+def fail_if_any(failures: Sequence[ChannelFailed | DeliveryFailed]) -> None:
+    """One failure for Temporal to retry with backoff (or after the wait a channel asked for);
+    final only when sending again cannot help any of them."""
+    if not failures:
+        return
+    waits = [failure.retry_after for failure in failures if isinstance(failure, ChannelFailed) and failure.retry_after]
+    raise ApplicationError("; ".join(map(str, failures)), type="NotifyFailed",
+                           non_retryable=all(failure.final for failure in failures),
+                           next_retry_delay=timedelta(seconds=max(waits)) if waits else None)
 
 
 def read_notifications(workspace: Path) -> list[dict]:

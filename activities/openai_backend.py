@@ -108,7 +108,8 @@ def parse_reply(body: bytes) -> ModelReply:
         bad_response(f"'choices' is {json_kind(choices)}, not a list")
     if not choices:
         bad_response("the reply has no choices")
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
     report_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), data.get("model"))
     choice = choices[0]
     message = choice.get("message") if isinstance(choice, dict) else None

@@ -63,6 +63,7 @@ class SessionEnvironment:
         queue are the activity's own (a local activity: it runs in the worker of the run that
         asks), never the request's."""
         info = activity.info()
+        assert info.workflow_id is not None  # a local activity: always a workflow's
         try:
             earlier = await self.client.get_workflow_handle(info.workflow_id, run_id=continued_from).describe()
         except RPCError as error:

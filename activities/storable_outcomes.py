@@ -76,7 +76,7 @@ def well_formed_failure(error: Exception) -> Exception:
 
 
 class StorableOutcomes(Interceptor):
-    """Registered on the worker (hitl/worker.py), for every activity it runs, local ones too."""
+    """Registered by HitlPlugin (hitl/plugin.py) on every worker, for every activity it runs, local ones too."""
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
         return StorableOutcomesInbound(next)

@@ -1,4 +1,4 @@
-"""HITL_CHANNELS: where people hear of the pauses that need them (docs/interface.md, "Signed webhooks").
+"""HITL_CHANNELS: where people hear of the pauses that need them (docs/interface.md, "Signed webhooks", "Slack").
 
 Read once when the worker starts. A file that cannot be used, or a secret it
 names that the environment lacks, stops the worker there with one line, as a
@@ -6,8 +6,9 @@ bad HITL_POLICY does. Secrets are named, never written in the file
 (`secret_env` names a variable, HITL_WEBHOOK_SECRET say): their values stay
 in the worker's environment, which tool servers never inherit
 (activities/mcp/connection.py starts them with the MCP SDK's short list).
-Only `webhooks` act today; the other parts are checked so a file written for
-them is right before they do.
+`webhooks`, `slack` and `email` act (activities/webhooks.py, activities/slack.py and the
+API's hitl/api/slack.py, activities/mail.py and hitl/api/decide_links.py); the other parts are
+checked so a file written for them is right before they do.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Mapping
 from urllib.parse import urlsplit
 
 from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from workflows.forms import describe_validation_error
 
@@ -52,7 +53,7 @@ class Part(BaseModel):
 
 
 class Person(Part):
-    email: str | None = None
+    email: str | None = Field(None, pattern=r"^[^@\s<>,]+@[^@\s<>,]+$")
     slack: str | None = None  # their Slack user id
 
 
@@ -67,10 +68,18 @@ class SlackChannel(Part):
 
 
 class EmailChannel(Part):
+    """Mail through an SMTP server (smtps:// for TLS from the start; smtp:// takes STARTTLS when
+    the server offers it); the login, when the server wants one, from variables the file names."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     smtp_url: str
     sender: str = Field(alias="from", pattern=r"^[^@\s]+@[^@\s]+$")
+    user_env: str | None = None
+    password_env: str | None = None
+
+    check_names = field_validator("user_env", "password_env")(
+        lambda name: name if name is None else secret_variable(name))
 
     @field_validator("smtp_url")
     @classmethod
@@ -97,10 +106,18 @@ class Channels(Part):
 
     check_url = field_validator("public_url")(lambda url: url if url is None else web_address(url))
 
+    @model_validator(mode="after")
+    def _links_need_an_address(self) -> "Channels":
+        if self.email is not None and self.public_url is None:
+            raise ValueError("email needs public_url: its links point to {public_url}/decide/...")
+        return self
+
     def secret_variables(self) -> list[str]:
         named = [hook.secret_env for hook in self.webhooks]
         if self.slack:
             named += [self.slack.bot_token_env, self.slack.signing_secret_env]
+        if self.email:
+            named += [name for name in (self.email.user_env, self.email.password_env) if name]
         return list(dict.fromkeys(named))
 
 

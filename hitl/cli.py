@@ -12,7 +12,7 @@ import json
 import os
 import sys
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 from temporalio.client import (
     Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError,
@@ -26,18 +26,18 @@ from hitl.exit_cleanly import exit_with
 from hitl.console.render import args_diff, describe_pending, print_json, render_status, render_transcript, say
 from hitl.client.refusals import reason_of
 from hitl.client.sessions import read_all
-from hitl.console.startup import model_warning
+from hitl.startup import model_warning
 from hitl.client.summary import session_summary
 from hitl.client.updates import execute_update_retrying
 from hitl import telemetry
 from hitl.settings import ENCRYPTED, Settings, connect, unreachable
 from workflows.contract import (
     ANSWER, APPROVE, AUDIT_PAGE, CANCEL, PENDING, REJECT, STATUS, TRANSCRIPT_PAGE, USER_MESSAGE, WORKFLOW,
-    WORKFLOW_RESULT, Update,
+    WORKFLOW_RESULT, Query, Update,
 )
 
 
-def parser() -> argparse.ArgumentParser:
+def parser() -> OneLineParser:
     root = OneLineParser(prog=os.path.basename(sys.argv[0]) or "starter.py", description=__doc__.splitlines()[0])
     root.add_argument("--json", action="store_true", help="print machine-readable JSON")
     commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -183,8 +183,10 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         if args.json:
             print_json(result)
         else:
-            say({"pending": describe_pending, "status": render_status, "transcript": render_transcript,
-                 "audit": lambda r: "\n".join(json.dumps(e) for e in r)}[args.command](result))
+            renderers: dict[str, Callable[[Any], str]] = {
+                "pending": describe_pending, "status": render_status, "transcript": render_transcript,
+                "audit": lambda r: "\n".join(json.dumps(e) for e in r)}
+            say(renderers[args.command](result))
         return 0
     if args.command == "send":
         return await update(handle, USER_MESSAGE.update, payload(args, "text", "by"), args.json)
@@ -231,7 +233,7 @@ async def one_field_answer(handle: WorkflowHandle[Any, Any], call_id: str | None
 
 
 # The reading commands and the queries they ask (the transcript and audit page by page, across runs).
-READS = {"pending": PENDING, "status": STATUS}
+READS: dict[str, Query[Any, Any]] = {"pending": PENDING, "status": STATUS}
 PAGED_READS = {"transcript": (TRANSCRIPT_PAGE, "messages"), "audit": (AUDIT_PAGE, "events")}
 
 
@@ -284,7 +286,7 @@ async def start(client: Client, settings: Settings, args: argparse.Namespace) ->
     session_id = args.session or f"session-{uuid.uuid4().hex[:8]}"
     summary, details = session_summary(request, session_id, started_with="starter.py start", encrypted=ENCRYPTED)
     try:
-        await client.start_workflow(
+        await client.start_workflow(  # type: ignore[call-overload]  # plain payloads, not str: see hitl/client/summary.py
             WORKFLOW, request, id=session_id, task_queue=settings.task_queue, result_type=WORKFLOW_RESULT,
             static_summary=summary, static_details=details,
         )
@@ -333,7 +335,7 @@ def main() -> int:
         chosen_call(args, root.command_parser(args))
     if args.command == "serve":
         from hitl.api.app import serve
-        from hitl.console.startup import api_address, port_problem, tokens_warning
+        from hitl.startup import api_address, port_problem, tokens_warning
 
         host, port = api_address(args.host, args.port)
         if problem := port_problem(host, port):

@@ -8,7 +8,11 @@ the environment in production:
 - `HITL_TRUSTED_KEYS` (worker): comma-separated `keyid:base64-public-key`
   (several during a rotation).
 
-On one machine neither is needed: the API creates a key file in
+- `HITL_EMAIL_LINK_KEY` (worker, with email in HITL_CHANNELS): base64 of the
+  key that signs email decision links (hitl/email_links.py), which
+  `python -m hitl.decision_keys email-link` prints on the API's side.
+
+On one machine none is needed: the API creates a key file in
 `HITL_KEYS_DIR` (default `./.hitl`, mode 0600) on first use and a worker that
 has no `HITL_TRUSTED_KEYS` trusts that file's public key. The folder is not
 the workspace: no tool can read it.
@@ -24,6 +28,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
+from hitl.email_links import link_key_from_seed
 from workflows.proofs import public_key_b64
 
 KEY_FILE_NAME = "decision-signing.key"
@@ -79,24 +84,54 @@ def trusted_keys() -> dict[str, str]:
             _seed(encoded, "HITL_TRUSTED_KEYS")  # a public key is 32 bytes too
             trusted[key_id] = encoded
         return trusted
-    if os.environ.get("HITL_SIGNING_KEY", "").strip() or key_file().exists():
+    if has_signing_key():
         key_id, key = signing_key()
         return {key_id: public_key_b64(key)}
     return {}
 
 
+def has_signing_key() -> bool:
+    return bool(os.environ.get("HITL_SIGNING_KEY", "").strip()) or key_file().exists()
+
+
+def link_key_of(key: Ed25519PrivateKey) -> bytes:
+    """The key of email decision links, derived from a signing key: never the signing key itself."""
+    return link_key_from_seed(key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()))
+
+
+def email_link_key() -> bytes:
+    """The links' key from this API's signing key (the API's side, and `email-link`'s)."""
+    return link_key_of(signing_key()[1])
+
+
+def worker_email_link_key() -> bytes:
+    """The links' key as a worker has it: HITL_EMAIL_LINK_KEY, else derived from the signing key
+    this machine holds (one machine); KeyConfigError when it has neither."""
+    setting = os.environ.get("HITL_EMAIL_LINK_KEY", "").strip()
+    if setting:
+        return _seed(setting, "HITL_EMAIL_LINK_KEY")
+    if has_signing_key():
+        return email_link_key()
+    raise KeyConfigError("email in HITL_CHANNELS needs HITL_EMAIL_LINK_KEY (`python -m hitl.decision_keys email-link` "
+                         "prints it where the API's signing key is) or this machine's key file")
+
+
 if __name__ == "__main__":
     import sys
 
-    USAGE = ("usage: python -m hitl.decision_keys public   (prints keyid:public-key for HITL_TRUSTED_KEYS; "
-             "with no HITL_SIGNING_KEY it makes the key file in HITL_KEYS_DIR (.hitl/) if there is none, as `serve` does)")
+    USAGE = ("usage: python -m hitl.decision_keys public | email-link   (public: keyid:public-key for HITL_TRUSTED_KEYS; "
+             "email-link: the worker's HITL_EMAIL_LINK_KEY; with no HITL_SIGNING_KEY it makes the key file in "
+             "HITL_KEYS_DIR (.hitl/) if there is none, as `serve` does)")
     if sys.argv[1:] in (["-h"], ["--help"]):
         print(USAGE)
         raise SystemExit(0)
-    if sys.argv[1:] != ["public"]:
+    if sys.argv[1:] not in (["public"], ["email-link"]):
         raise SystemExit(USAGE)
     try:
         key_id, key = signing_key()
     except KeyConfigError as error:
         raise SystemExit(f"decision_keys: {error}") from None
-    print(f"{key_id}:{public_key_b64(key)}")
+    if sys.argv[1] == "email-link":
+        print(base64.b64encode(email_link_key()).decode())
+    else:
+        print(f"{key_id}:{public_key_b64(key)}")

@@ -36,7 +36,6 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 if TYPE_CHECKING:
     from temporalio.converter import StorageDriverStoreContext
-    from temporalio.worker._command_aware_visitor import CommandInfo
 
 # What a WorkflowInstance does, as of the SDK this was written for (temporalio 1.35).
 ANSWERED = frozenset({"activate", "get_info", "get_thread_id", "get_serialization_context", "get_external_store_context"})
@@ -87,9 +86,11 @@ class _ContextFree(WorkflowInstance):
     def get_thread_id(self) -> int | None:  # the deadlock detector's: the thread running the workflow
         return self.sandboxed.get_thread_id()
 
-    def get_serialization_context(self, command_info: CommandInfo | None) -> SerializationContext | None:
+    # `command_info` is the SDK's private CommandInfo: unread here, so typed as anything (a wider
+    # parameter than the base's is a sound override) rather than imported from a private module.
+    def get_serialization_context(self, command_info: object) -> SerializationContext | None:
         return None  # the SDK then uses the worker's converter as it is: the same, context or not
 
-    def get_external_store_context(self, command_info: CommandInfo | None) -> StorageDriverStoreContext:
+    def get_external_store_context(self, command_info: object) -> StorageDriverStoreContext:
         from temporalio.converter import StorageDriverStoreContext  # as new as this method
         return StorageDriverStoreContext(target=None)  # unread: no external storage (ignores_context)

@@ -24,6 +24,11 @@ from typing import Any, Mapping
 
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
+# The API's series (hitl/api/observed.py records them), named here so this ground-floor module
+# sets their buckets without importing the API.
+API_REQUESTS = "hitl_api_requests"
+API_REQUEST_SECONDS = "hitl_api_request_seconds"
+
 NEEDS_SDK = ("tracing needs opentelemetry-sdk and an exporter to send spans to: "
              "pip install 'hitl-agent[tracing]' (or -e '.[tracing]' in a checkout)")
 
@@ -55,7 +60,6 @@ def metrics_runtime(setting: str) -> Runtime:
 def product_buckets() -> dict[str, list[float]]:
     """The product's histograms are in seconds; the core's default buckets are for milliseconds."""
     from activities.observed_model import MODEL_CALL_SECONDS
-    from hitl.api.observed import API_REQUEST_SECONDS
     from workflows.metrics import DECISION_SECONDS
 
     return {

@@ -18,60 +18,32 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
-from temporalio.converter import DataConverter
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkerDeploymentConfig, WorkflowRunner
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker import Worker, WorkerDeploymentConfig
 
 from activities.mcp import McpConfigError, McpToolbox, toolbox_from_env
 from activities.mcp.sandbox import make_undumpable
 from activities.notify import NotifyActivities
 from activities.observed_model import observed
-from activities.model import ModelActivities, ModelBackend, backend_from_env, catalog_verdicts, judge_calls, unknown_tools
+from activities.judging import catalog_verdicts, judge_calls, unknown_tools
+from activities.model import ModelActivities, ModelBackend, backend_from_env
 from activities.session_environment import SessionEnvironment
-from activities.storable_outcomes import StorableOutcomes
+from activities.mail import mail_messages
+from activities.message_channels import MessageChannel
+from activities.slack import slack_messages
 from activities.webhooks import SignedWebhook, shown_url, signed_webhooks
 from activities.transcript_index import keep_transcript_index, record_transcript_index
 from activities.run_tool import ToolActivities
 from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
-from hitl.console.startup import model_warning, quiet_expected_failures
+from hitl.startup import model_warning, quiet_expected_failures
 from hitl import heartbeat, telemetry
 from hitl.arguments import OneLineParser
 from hitl.bytecode import compile_once
 from hitl.channels import ChannelsError, channels_from_env
+from hitl.decision_keys import KeyConfigError, worker_email_link_key
 from hitl.exit_cleanly import exit_with
-from hitl.sandbox_runner import ContextFreeSandbox, fits_this_sdk, ignores_context
+from hitl.plugin import HitlPlugin
 from hitl.settings import Settings, connect, unreachable
-from workflows.agent import AgentWorkflow
-from workflows.arity import OneArgument
-from workflows.metrics import SessionMetrics
 from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
-
-
-# The sandbox re-imports every module a workflow uses, once per workflow run.
-# pydantic and our pure modules are deterministic: sharing them saves most of a
-# megabyte and the model-building time per cached session.
-PURE_MODULES = (
-    "workflows.conversation", "workflows.forms", "workflows.pauses", "workflows.planning",
-    "workflows.requests", "workflows.rules", "workflows.session", "workflows.limits", "workflows.handover",
-    "workflows.events", "workflows.metrics", "workflows.identity", "workflows.proofs", "workflows.visibility",
-    "workflows.policy", "workflows.patches", "workflows.decisions", "workflows.transcript_index",
-    "workflows.contract", "workflows.deciders", "workflows.arity", "hitl.catalog",
-)
-# The workflow's own code: workflows/agent.py and the mixins it is made of. Shared too: importing
-# the mixins again for every session was a tenth of a busy worker's time, and running the
-# `@workflow.defn` of the class they make (which inspects each of its members) another
-# twentieth (docs/evidence.md). What the sandbox would have caught in them (a clock, randomness,
-# I/O) tests/unit/test_sandbox_passthrough.py refuses instead; the builtins the sandbox
-# restricts (open, input, ...) stay restricted while any workflow code runs.
-WORKFLOW_MODULES = (
-    "workflows.agent", "workflows.handlers", "workflows.inbound", "workflows.views", "workflows.waiting",
-    "workflows.judging", "workflows.starting", "workflows.continuing", "workflows.closing", "workflows.recorder",
-    "workflows.activity_calls", "workflows.tool_input",
-)
-SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
-    "pydantic", "pydantic_core", "annotated_types", "typing_inspection", "cryptography", "jsonschema",
-    *PURE_MODULES, *WORKFLOW_MODULES,
-)
 
 
 T = TypeVar("T")
@@ -200,38 +172,16 @@ def build_worker(
     tools: ToolActivities | None = None,
     tuning: WorkerTuning | None = None,
     webhooks: list[SignedWebhook] | None = None,
+    message_channels: list[MessageChannel] | None = None,
 ) -> Worker:
     workspace.mkdir(parents=True, exist_ok=True)
     compile_once(["workflows"])  # the sandbox runs them afresh per session: compiled once (hitl/bytecode.py)
-    model, notify = ModelActivities(observed(backend), client), NotifyActivities(workspace, notify_url, webhooks)
+    model, notify = ModelActivities(observed(backend), client), NotifyActivities(workspace, notify_url, webhooks, message_channels)
     environment = SessionEnvironment(client)
     tools = tools or ToolActivities(workspace)
     tuning = tuning or DEFAULT_TUNING
-    return Worker(
-        client,
-        task_queue=task_queue,
-        workflows=[AgentWorkflow],
-        activities=session_activities(model, tools, notify, environment),
-        workflow_runner=workflow_runner(client.data_converter, tuning.sandbox),
-        # A signal or Update sent with no or several arguments; the Updates validators refuse, counted.
-        # An activity's result that history cannot store: a final failure, never a retry for ever.
-        interceptors=[OneArgument(), SessionMetrics(), StorableOutcomes()],
-        # A rejected Update is answered with the request it rejects; the worker's own
-        # size check would turn a caller's oversized Update into a task that fails for
-        # ever. The server still refuses anything it would store over its limits.
-        disable_payload_error_limit=True,
-        **tuning.worker_options(),
-    )
-
-
-def workflow_runner(converter: DataConverter, sandbox: bool = True) -> WorkflowRunner:
-    """The sandbox, entered once per activation where `converter` reads no context
-    (hitl/sandbox_runner.py), or no sandbox when the operator turned it off."""
-    if not sandbox:
-        return UnsandboxedWorkflowRunner()
-    if ignores_context(converter) and fits_this_sdk():
-        return ContextFreeSandbox(restrictions=SANDBOX)
-    return SandboxedWorkflowRunner(restrictions=SANDBOX)
+    plugin = HitlPlugin(session_activities(model, tools, notify, environment), sandbox=tuning.sandbox)
+    return Worker(client, task_queue=task_queue, plugins=[plugin], **tuning.worker_options())
 
 
 def describe_policy(policy: OperatorPolicy | None) -> str:
@@ -297,8 +247,11 @@ async def main() -> None:
     try:
         mcp = toolbox_from_env()  # a malformed HITL_MCP_CONFIG stops the worker here, with the reason
         policy = policy_from_env()  # so does a malformed HITL_POLICY
-        webhooks = signed_webhooks(channels_from_env(), os.environ)  # and HITL_CHANNELS, or a secret it lacks
-    except (McpConfigError, PolicyError, ChannelsError) as error:
+        channels = channels_from_env()  # and HITL_CHANNELS, or a secret it lacks
+        webhooks = signed_webhooks(channels, os.environ)
+        message_channels = slack_messages(channels, os.environ)
+        message_channels += mail_messages(channels, os.environ, worker_email_link_key)  # or the key of its links
+    except (McpConfigError, PolicyError, ChannelsError, KeyConfigError) as error:
         raise SystemExit(f"worker: {error}") from None
     print(f"worker: operator policy: {describe_policy(policy)}")
     try:
@@ -311,7 +264,7 @@ async def main() -> None:
         print("worker: shutting down", file=sys.stderr)
         return
     async with mcp:
-        await serve(client, settings, backend, tuning, extra, mcp, stop, webhooks)
+        await serve(client, settings, backend, tuning, extra, mcp, stop, webhooks, message_channels)
 
 
 def stopped_by_signals() -> asyncio.Event:
@@ -339,12 +292,13 @@ async def until_stopped(work: Awaitable[T], stop: asyncio.Event) -> T | None:
 
 
 async def serve(client: Client, settings: Settings, backend: ModelBackend, tuning: WorkerTuning,
-                extra: list[str], mcp: McpToolbox, stop: asyncio.Event, webhooks: list[SignedWebhook]) -> None:
+                extra: list[str], mcp: McpToolbox, stop: asyncio.Event, webhooks: list[SignedWebhook],
+                message_channels: list[MessageChannel]) -> None:
     settings.workspace.mkdir(parents=True, exist_ok=True)
     workspace = await refuse_another_workspace(client, settings.task_queue, settings.workspace)
     tuning = replace(tuning, identity=with_workspace(tuning.identity or client.identity, workspace))
     worker = build_worker(client, settings.task_queue, backend, settings.workspace, settings.notify_url, tuning=tuning,
-                          webhooks=webhooks)
+                          webhooks=webhooks, message_channels=message_channels)
     print(f"worker: {settings.address} namespace={settings.namespace} task_queue={settings.task_queue} "
           f"({settings.secured})")
     print(f"worker: identity {tuning.identity}; {tuning.describe()}")
@@ -353,7 +307,8 @@ async def serve(client: Client, settings: Settings, backend: ModelBackend, tunin
         print(f"worker: {warning}", file=sys.stderr)
     print(f"worker: workspace: {settings.workspace.resolve()}" + (f"; extra tools from {extra}" if extra else ""))
     print(f"worker: notifications: {settings.notify_url or settings.workspace / 'notifications.jsonl'}"
-          + "".join(f", signed to {shown_url(hook.url)}" for hook in webhooks))
+          + "".join(f", signed to {shown_url(hook.url)}" for hook in webhooks)
+          + "".join(f", {channel.name} messages" for channel in message_channels))
     for line in mcp.describe():
         print(f"worker: MCP server {line}")
     for line in mcp.warning_lines():

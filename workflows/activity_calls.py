@@ -18,6 +18,7 @@ from temporalio.exceptions import ActivityError
 from workflows.conversation import ModelReply
 from workflows.limits import RECORDED_BYTES, clip, json_well_formed, unreadable_reason
 from workflows.patches import RESULTS_READ_AS_THEIR_TYPE
+from workflows.agent_parts import AgentParts
 
 T = TypeVar("T")
 
@@ -37,7 +38,7 @@ def heartbeating(start_to_close: timedelta, maximum_interval: timedelta, final_e
 
 MODEL_CALL = heartbeating(timedelta(minutes=5), timedelta(seconds=30), "ModelRequestRejected")
 TOOL_CALL = heartbeating(timedelta(minutes=2), timedelta(seconds=10), "ToolError")
-NOTIFY_CALL = dict(
+NOTIFY_CALL: dict[str, Any] = dict(
     start_to_close_timeout=timedelta(seconds=30),
     retry_policy=RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(minutes=1)),
 )
@@ -51,7 +52,7 @@ class HistoryReading:
     size: int
 
 
-class LocalChecks:
+class LocalChecks(AgentParts):
     """Mixed into AgentWorkflow: every local activity goes through `local_activity`, which counts
     those in flight, so that Updates are refused meanwhile (workflows/inbound.py, refuse_while_busy),
     and pins the history reading the decisions after it see (`history_reading`)."""

@@ -91,6 +91,7 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, ToolInput, Co
         self.state: SessionState = "running"
         self.closed_reason: str | None = None
         self.notifications_in_flight = 0
+        self.notices_in_flight: dict[str, int] = {}  # by call id: a `settled` notice waits for them
         self.hands_over_anywhere = False
         self.hand_over_blocked = False
         self.tool_inputs_waiting = 0  # tool calls waiting for a person to answer their server (tool_input.py)

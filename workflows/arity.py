@@ -49,7 +49,7 @@ class OneArgumentInbound(WorkflowInboundInterceptor):
 
 
 class OneArgument(Interceptor):
-    """Registered on the worker (worker.py)."""
+    """Registered by HitlPlugin (hitl/plugin.py) on every worker and replayer."""
 
     def workflow_interceptor_class(self, input: WorkflowInterceptorClassInput) -> type[WorkflowInboundInterceptor]:
         return OneArgumentInbound

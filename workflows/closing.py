@@ -11,13 +11,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
+from workflows.agent_parts import AgentParts
 
 # After a person's cancel the session closes this much later, from its own timer (see
 # let_in_flight_work_finish).
 CANCEL_GRACE = timedelta(seconds=1)
 
 
-class Closing:
+class Closing(AgentParts):
     """Mixed into AgentWorkflow: called when its loop ends, however it ends."""
 
     async def let_in_flight_work_finish(self) -> None:

@@ -9,6 +9,7 @@ too big to carry next to what waits for people waits for those pauses instead.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
@@ -16,9 +17,9 @@ from temporalio.exceptions import ActivityError
 
 from workflows.activity_calls import failure_message
 from workflows.contract import KEEP_TRANSCRIPT_INDEX, RECORD_TRANSCRIPT_INDEX
-from workflows.events import EventLog
 from workflows.handover import DECIDED_KEPT, HISTORY_BYTES_LIMIT, RunState, newest, shrink_to_fit
 from workflows.transcript_index import transcript_index
+from workflows.agent_parts import AgentParts
 
 # How long a run recorded before `hand-over-after-its-index-activity` waits, at a hand-over, for
 # the timer whose task it continues as new in.
@@ -27,14 +28,14 @@ HAND_OVER_TIMER = timedelta(milliseconds=1)
 # signals may keep coming while it waits. Past 5 s in the queue (every activity slot busy with
 # model and tool calls), or three failed attempts (a worker of the version before, in a rolling
 # deploy, lacks the activity), the run hands over without an index (read by queries instead).
-RECORD_INDEX_CALL = dict(
+RECORD_INDEX_CALL: dict[str, Any] = dict(
     schedule_to_start_timeout=timedelta(seconds=5),
     start_to_close_timeout=timedelta(seconds=30),
     retry_policy=RetryPolicy(maximum_attempts=3, maximum_interval=timedelta(seconds=2)),
 )
 
 
-class Continuing:
+class Continuing(AgentParts):
     """Mixed into AgentWorkflow: the loop asks `hand_over_if_long` at its boundaries; __init__ calls `resume`."""
 
     def history_is_long(self) -> bool:
@@ -145,9 +146,7 @@ class Continuing:
         """Take over the state the previous run handed over, its messages appended one by one so
         the conversation's invariant and the hash chain hold for them as for any other."""
         messages, carried.messages = carried.messages, []
-        if carried.events is None:
-            carried.events = EventLog()
-        if carried.verifier is None:
+        if "verifier" not in carried.model_fields_set:  # a state written before verified decisions
             carried.verifier = self.run_state.verifier
         self.run_state = carried
         for message in messages:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, TypedDict, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from workflows.conversation import ModelReply
 from workflows.events import EventsRequest
@@ -33,11 +33,13 @@ from workflows.requests import (
     JudgementRequest,
     ModelRequest,
     Notification,
+    NotifyReceipt,
     SessionFacts,
     ToolInvocation,
     VerdictRequest,
 )
-from workflows.session import CancelRequest, SessionInput, SessionSummary, UserMessage
+from workflows.pauses import PendingCall
+from workflows.session import CancelRequest, SessionInput, SessionState, SessionSummary, UserMessage
 
 In = TypeVar("In")
 Out = TypeVar("Out")
@@ -66,6 +68,40 @@ class Accepted(TypedDict, total=False):
     state: str
     interrupting: bool
     event: int
+
+
+class SessionStatus(BaseModel):
+    """The `status` query's answer (GET /sessions/{id}): where the session stands. Every field is
+    always there, null when it does not apply, in this order."""
+
+    state: SessionState
+    turn: int  # turns begun, the first is 1
+    steps: int  # model calls in this turn
+    total_steps: int
+    last_answer: str | None  # the model's last final answer
+    error: str | None  # why the last turn stopped without one
+    pending: int  # pauses open now (the `pending` query lists them)
+    queued_messages: int  # messages waiting for the next step boundary
+    ignored_signals: list[dict[str, Any]]  # the newest refusals: signal, reason, at
+    remembered: list[dict[str, Any]]  # approvals remembered and still live
+    tools: list[str]  # what the model is offered now
+    model: str | None
+    closed_reason: str | None
+    transcript_messages: int  # across every run
+    owner: str | None
+    participants: list[str]
+    verified: bool  # decisions on this session need the API's proof
+
+
+class PendingItem(PendingCall):
+    """One open pause as the `pending` query answers it (GET /sessions/{id}/pending): the
+    PendingCall (workflows/pauses.py) as JSON, without its input schema and with every unset field
+    left out (PendingCall.view). The HTTP API adds what approving it does and what its deadline
+    does (hitl/client/consequences.py)."""
+
+    input_schema: dict[str, Any] | None = Field(default=None, exclude=True)
+    approving: str | None = None
+    at_deadline: str | None = None
 
 
 class Settled(TypedDict):
@@ -191,8 +227,8 @@ UPDATES: tuple[Update[Any, Any], ...] = (*(entry.update for entry in INBOUND.val
 
 # ------------------------------------------------------------------ queries
 
-PENDING: Query[None, list[dict[str, Any]]] = Query("pending", None, list[dict[str, Any]])  # PendingCall.view() each
-STATUS: Query[None, dict[str, Any]] = Query("status", None, dict[str, Any])
+PENDING: Query[None, list[PendingItem]] = Query("pending", None, list[PendingItem])  # PendingCall.view() each
+STATUS: Query[None, SessionStatus] = Query("status", None, SessionStatus)
 TRANSCRIPT: Query[None, list[dict[str, Any]]] = Query("transcript", None, list[dict[str, Any]])
 TRANSCRIPT_PAGE: Query[PageRequest, Page] = Query("transcript_page", PageRequest, Page)
 AUDIT: Query[None, list[dict[str, Any]]] = Query("audit", None, list[dict[str, Any]])
@@ -207,7 +243,7 @@ QUERIES: tuple[Query[Any, Any], ...] = (
 
 CALL_MODEL: Activity[ConversationRef, ModelReply] = Activity("call_model", ConversationRef, ModelReply)
 RUN_TOOL: Activity[ToolInvocation, str] = Activity("run_tool", ToolInvocation, str)
-NOTIFY: Activity[Notification, None] = Activity("notify", Notification, None)
+NOTIFY: Activity[Notification, NotifyReceipt] = Activity("notify", Notification, NotifyReceipt)
 # Local: what the session's own worker knows and judges, recorded so a replay sees the same.
 SESSION_ENVIRONMENT: Activity[bool, SessionFacts] = Activity("session_environment", bool, SessionFacts, local=True)
 SESSION_FACTS: Activity[FactsRequest, SessionFacts] = Activity("session_facts", FactsRequest, SessionFacts, local=True)

@@ -27,12 +27,19 @@ DEFAULT_DECIDERS = "the session's owner, participants and operators"
 class OpenCall(Protocol):
     """What the rule reads of a pending call (workflows/pauses.py's PendingCall, an inbox row)."""
 
-    kind: str
-    tool: str
-    approvers: list[str] | None
-    four_eyes: bool
-    requested_by: str | None
-    approvals: list[str]
+    # Read-only, so that a model whose `kind` is narrower (PendingCall's PauseKind) still fits.
+    @property
+    def kind(self) -> str: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def approvers(self) -> list[str] | None: ...
+    @property
+    def four_eyes(self) -> bool: ...
+    @property
+    def requested_by(self) -> str | None: ...
+    @property
+    def approvals(self) -> list[str]: ...
 
 
 class CallRules(BaseModel):
@@ -76,6 +83,17 @@ def refusal_to_decide(call: OpenCall, person: str | None, verb: str, *,
         if person == call.requested_by:
             return f"four-eyes rule: {person} asked for this call and cannot approve it"
     return None
+
+
+def proven_members(person: str | None, groups: Iterable[str]) -> Callable[[Iterable[str]], set[str]]:
+    """Names as written, and `person` wherever a group their proof says they are in is named (the
+    workflow's `expand` for a verified decision under the policy's groups_from_identity)."""
+    named_groups = {f"@{group}" for group in groups}
+
+    def expand(names: Iterable[str]) -> set[str]:
+        names = set(names)
+        return names | ({person} if person is not None and names & named_groups else set())
+    return expand
 
 
 def waits_for(call: OpenCall, person: str, *,

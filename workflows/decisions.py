@@ -17,6 +17,9 @@ from workflows.limits import MAX_ARGUMENT_BYTES, MAX_TEXT_BYTES, Name, Note, Pro
 from workflows.rules import Remember, args_sha256
 
 DEFAULT_CLAIM_SECONDS = 900.0
+# A claim keeps others out of a decision: for an hour at most (the API's bound, and the session's
+# since authorization); a day is all a claim's payload may say on sessions started before that.
+CLAIM_SECONDS_AT_MOST = 3600.0
 MAX_CLAIM_SECONDS = 86400.0
 
 

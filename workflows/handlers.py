@@ -17,13 +17,14 @@ from temporalio.common import RawValue
 from workflows.contract import ANSWER, APPROVE, CANCEL, CLAIM, REJECT, RELEASE, USER_MESSAGE, WAIT_UNTIL_SETTLED
 from workflows.inbound import decoded, refused
 from workflows.decisions import Refusal
+from workflows.agent_parts import AgentParts
 
 # Temporal admits 10 Updates in flight per workflow; waiters beyond this many answer the oldest
 # at once, so callers that wait for ever (an `after_event` nobody reaches) leave room for decisions.
 MAX_WAITERS = 4
 
 
-class Handlers:
+class Handlers(AgentParts):
     """Mixed into AgentWorkflow: registered under these method names, as they always were."""
 
     @workflow.signal(name=USER_MESSAGE.signal.name)

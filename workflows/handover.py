@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from workflows.requests import Pin
 from workflows.conversation import ChatMessage, Conversation
@@ -80,8 +80,10 @@ class RunState(BaseModel):
     used_call_ids: list[str] = Field(default_factory=list)
     cancel_reason: str | None = None
     idle_until: datetime | None = None
-    events: EventLog | None = None  # none only in inputs written before the event stream
-    verifier: Verifier | None = None  # likewise, before verified decisions
+    # Absent (or null) only in inputs written before the event stream, and before verified decisions:
+    # `resume` gives such a run the verifier its own start input asks for (see `absent_if_null`).
+    events: EventLog = Field(default_factory=EventLog)
+    verifier: Verifier = Field(default_factory=Verifier)
     pins: dict[str, Pin] = Field(default_factory=dict)  # tools' definitions as this session first saw them
     results_this_turn: list[tuple[str, str]] = Field(default_factory=list)  # (tool, call id) whose output entered
     speaker_asserted: bool = False  # the speaker's `by` is the start input's, unproven (AgentWorkflow)
@@ -94,6 +96,15 @@ class RunState(BaseModel):
     authors_since_reply: list[str | None] = Field(default_factory=list)
     authors_of_reply: list[str | None] = Field(default_factory=list)
 
+    @model_validator(mode="before")
+    @classmethod
+    def absent_if_null(cls, data: Any) -> Any:
+        """A null `events` or `verifier` reads as absent: not in `model_fields_set`, so `resume`
+        tells a state written before verified decisions from one that carries a verifier."""
+        if isinstance(data, dict) and any(data.get(key, ...) is None for key in ("events", "verifier")):
+            return {key: value for key, value in data.items() if not (key in ("events", "verifier") and value is None)}
+        return data
+
     def live_grants(self, now: datetime) -> list[Grant]:
         return [grant for grant in self.grants if grant.until > now]
 
@@ -104,7 +115,7 @@ class RunState(BaseModel):
             "grants": self.live_grants(now),
             "audit": newest(self.audit, AUDIT_CARRIED),
             "first_audit_index": self.first_audit_index + max(0, len(self.audit) - AUDIT_CARRIED),
-            "events": (self.events or EventLog()).carried(),
+            "events": self.events.carried(),
         })
 
 

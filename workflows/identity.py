@@ -89,6 +89,13 @@ class Verifier(BaseModel):
         proven = decision.model_copy(update={"by": claims.by, "call_id": claims.call_id})
         return proven, SpentProof(nonce=claims.nonce, issued_at=claims.issued_at)
 
+    def groups_vouched(self, decision: DecisionBase, now: datetime) -> tuple[str, ...]:
+        """The groups the proof of a decision `check` accepted says its person is in (none on an
+        unverified session: nothing vouches for anyone there)."""
+        if not self.required or decision.proof is None:
+            return ()
+        return tuple(self.signed_claims(decision.proof, "verified decisions (made through the API)", now).groups or ())
+
     def check_message(self, message: UserMessage, session_id: str, now: datetime,
                       run: RunCheck | None = None) -> tuple[UserMessage, SpentProof | None]:
         """A message's author counts (four-eyes compares it with the approver), so on a verified

@@ -22,18 +22,17 @@ from workflows.forms import describe_validation_error
 from workflows.handover import IGNORED_SIGNALS_KEPT, newest
 from workflows.identity import ProofRefusal, RunCheck, SpentProof
 from workflows.limits import MAX_QUEUED_BYTES, RECORDED_BYTES, clip, unreadable_reason, utf8_size
-from workflows.decisions import Claim, DecisionBase, Refusal, parse_decision
+from workflows.decisions import CLAIM_SECONDS_AT_MOST, Claim, DecisionBase, Refusal, parse_decision
 from workflows.pauses import ClaimVerdict, Verdict, Vote
 from workflows.recorder import door
 from workflows.rules import args_sha256, grant_from
 from workflows.session import CancelRequest, UserMessage
+from workflows.agent_parts import AgentParts
 
 with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
     # the workflow sees the tools the worker registered, not a fresh copy.
     from hitl.catalog import CATALOG
-
-CLAIM_SECONDS_AT_MOST = 3600.0  # a claim keeps others out of a decision: for an hour at most
 
 
 def refused(reason: str, code: str) -> ApplicationError:
@@ -52,7 +51,7 @@ def decoded(payload: RawValue | None | TooManyArguments) -> Any:
     if reason is not None:
         raise Refusal(f"unreadable payload: {reason}", code="invalid")
     try:
-        return workflow.payload_converter().from_payload(payload.payload, None)
+        return workflow.payload_converter().from_payload(payload.payload)
     except Exception as error:
         raise Refusal(f"malformed payload: {clip(str(error), RECORDED_BYTES)}", code="invalid") from None
 
@@ -61,7 +60,7 @@ def _recorded(value: Any) -> str | None:
     return clip(value, RECORDED_BYTES) if isinstance(value, str) else None
 
 
-class Inbound:
+class Inbound(AgentParts):
     """Mixed into AgentWorkflow: the bodies behind its signals and Updates (workflows/handlers.py)."""
 
     def refuse_while_busy(self) -> None:
@@ -107,7 +106,14 @@ class Inbound:
         """The one rule book for decisions, shared by signals and Update validators."""
         self.refuse_if_closing()
         decision, proof = self.proven(parse_decision(verb, payload))
-        return self.run_state.pauses.decide(decision, CATALOG, workflow.now(), regexes=self.edit_regexes), proof
+        return self.run_state.pauses.decide(decision, CATALOG, workflow.now(), regexes=self.edit_regexes,
+                                            groups=self.proven_groups(decision)), proof
+
+    def proven_groups(self, decision: Any) -> tuple[str, ...]:
+        """The groups the decision's proof vouches for (GROUPS_IN_PROOFS, workflows/patches.py)."""
+        if not self.behaviours.counts_groups_in_proofs:
+            return ()
+        return self.run_state.verifier.groups_vouched(decision, workflow.now())
 
     def decide_and_apply(self, verb: str, payload: Any) -> dict[str, Any]:
         verdict, proof = self.decide(verb, payload)
@@ -121,7 +127,8 @@ class Inbound:
         if self.authorized and isinstance(request, Claim) and request.for_seconds > CLAIM_SECONDS_AT_MOST:
             raise Refusal(f"a claim lasts at most {CLAIM_SECONDS_AT_MOST:g} seconds; claim again when it runs out", code="invalid")
         pauses = self.run_state.pauses
-        verdict = pauses.claim(request, now) if isinstance(request, Claim) else pauses.release(request, now)
+        verdict = (pauses.claim(request, now, self.proven_groups(request)) if isinstance(request, Claim)
+                   else pauses.release(request, now))
         return verdict, proof
 
     def hold(self, verb: str, payload: Any) -> dict[str, Any]:

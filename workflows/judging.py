@@ -17,6 +17,7 @@ from workflows.conversation import ModelReply
 from workflows.limits import MAX_ARGUMENT_BYTES, utf8_size
 from workflows.planning import with_recorded_args
 from workflows.requests import Judgement, JudgementRequest, VerdictRequest
+from workflows.agent_parts import AgentParts
 
 PINS_KEPT = 500
 # How long a worker's "run" for a tool whose verdict no argument changes is reused without asking
@@ -29,7 +30,7 @@ def verdict_of(plan: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in plan.items() if key != "args"}
 
 
-class Judging:
+class Judging(AgentParts):
     """Mixed into AgentWorkflow: the verdicts a step's plans are made from (workflows/planning.py)."""
 
     async def judge_calls(self, reply: ModelReply) -> ModelReply:

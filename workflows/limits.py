@@ -74,7 +74,7 @@ def clip(text: str, max_bytes: int) -> str:
     return encoded[:max_bytes].decode("utf-8", "ignore") + f"… [{len(encoded) - max_bytes} more bytes]"
 
 
-def _at_most(max_bytes: int, measure: Callable[[Any], int] = utf8_size, encoded: str = ""):  # noqa: ANN202
+def _at_most(max_bytes: int, measure: Callable[[Any], int] = utf8_size, encoded: str = "") -> Callable[[Any], Any]:
     """A validator: the value's encoded size, not its character count, within `max_bytes`."""
 
     def check(value: Any) -> Any:
@@ -86,7 +86,7 @@ def _at_most(max_bytes: int, measure: Callable[[Any], int] = utf8_size, encoded:
     return check
 
 
-def within_json_bytes(max_bytes: int):  # noqa: ANN202 - returns a validator
+def within_json_bytes(max_bytes: int) -> Callable[[Any], Any]:
     """A validator for any JSON value, measured as JSON."""
     return _at_most(max_bytes, json_size, " as JSON")
 

@@ -98,7 +98,7 @@ class RefusedUpdates(WorkflowInboundInterceptor):
 
 
 class SessionMetrics(Interceptor):
-    """Registered on the worker (worker.py)."""
+    """Registered by HitlPlugin (hitl/plugin.py) on every worker and replayer."""
 
     def workflow_interceptor_class(self, input: WorkflowInterceptorClassInput) -> type[WorkflowInboundInterceptor]:
         return RefusedUpdates

@@ -85,9 +85,21 @@ TOOL_INPUT_AS_A_PAUSE = "mcp-input-required-as-a-question-pause"
 # the policy's "always". The newest, asked at run start: it implies every patch above.
 CARRIED_PROVEN_AND_POLICY_FLOOR = "carried-state-proven-policy-floor-binds-session-rules"
 
+# Asked when a pause that channels showed is settled (their messages returned by the notify
+# activity): before it, no `settled` notification was sent, and the messages kept showing the pause.
+SETTLED_NOTICES = "notify-settled-to-the-messages-that-showed-it"
+
+# Runs that let a verified decision's proof say which groups its person is in (the operator's policy
+# takes groups from an OpenID provider, `groups_from_identity`), so a call naming one of them is
+# theirs to decide. Before it, a call's approvers were matched as written, and a proof carrying
+# groups did not verify. The newest asked at run start: it implies every run-start patch above
+# (SETTLED_NOTICES is asked where a settlement is noticed, as before).
+GROUPS_IN_PROOFS = "groups-in-decision-proofs"
+
 # The patches asked at run start, newest first, each with the behaviour it brought: a run that has
 # one has every older one, and none of the newer.
 RUN_START_PATCHES = (
+    (GROUPS_IN_PROOFS, "counts_groups_in_proofs"),
     (CARRIED_PROVEN_AND_POLICY_FLOOR, "proves_carried_state_and_binds_policy_floor"),
     (HISTORY_AS_OF_LOCAL_ACTIVITY_START, "reads_history_as_of_local_activity_start"),
     (HAND_OVER_AFTER_ITS_INDEX, "hands_over_after_its_index"),
@@ -110,6 +122,7 @@ class Behaviours:
     hands_over_after_its_index: bool = True
     reads_history_as_of_local_activity_start: bool = True
     proves_carried_state_and_binds_policy_floor: bool = True
+    counts_groups_in_proofs: bool = True
 
     @classmethod
     def at_run_start(cls) -> Behaviours:

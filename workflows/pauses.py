@@ -16,10 +16,11 @@ from pydantic import BaseModel, Field, ValidationError
 from temporalio import workflow
 
 from workflows.conversation import answer_as_tool_result
-from workflows.deciders import refusal_to_decide
+from workflows.deciders import proven_members, refusal_to_decide
 from workflows.decisions import Answer, Approve, Claim, Decision, Refusal, Reject, Release
 from workflows.forms import MAX_ANSWER, check_answer, describe_validation_error
 from workflows.limits import utf8_size
+from workflows.requests import MessageRef
 from workflows.rules import Remember, args_sha256
 
 with workflow.unsafe.imports_passed_through():
@@ -28,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
 if TYPE_CHECKING:
     from hitl.catalog.specs import ToolCatalog
 
+MESSAGES_PER_PAUSE = 50
 PauseKind = Literal["approval", "question", "review"]
 Outcome = Literal[
     "approved", "edited", "rejected", "answered", "declined", "timed_out", "moved_on", "cancelled"
@@ -139,6 +141,15 @@ class Pauses(BaseModel):
     open: list[PendingCall] = Field(default_factory=list)
     settled: dict[str, Settlement] = Field(default_factory=dict)
     decided: dict[str, str] = Field(default_factory=dict)
+    # The messages each pause was shown in, by call id, kept until its `settled` notice takes them.
+    shown: dict[str, list[MessageRef]] = Field(default_factory=dict)
+
+    def show(self, call_id: str, messages: list[MessageRef]) -> None:
+        """Remember where a pause was shown; at most MESSAGES_PER_PAUSE (the notify activity's
+        result, which this reads, is not to be trusted with the session's size)."""
+        if messages:
+            kept = self.shown.setdefault(call_id, [])
+            kept.extend(messages[: max(0, MESSAGES_PER_PAUSE - len(kept))])
 
     def request(self, item: PendingCall) -> None:
         self.open.append(item)
@@ -150,12 +161,15 @@ class Pauses(BaseModel):
         moments = [m for m in (item.next_event() for item in self.open) if m is not None]
         return min(moments) if moments else None
 
-    def decide(self, decision: Decision, catalog: ToolCatalog, now: datetime, regexes: bool = False) -> Verdict:
-        """Check a decision against every rule and say what it would do, and through which door."""
-        verdict = self._judge(decision, catalog, now, regexes)
+    def decide(self, decision: Decision, catalog: ToolCatalog, now: datetime, regexes: bool = False,
+               groups: tuple[str, ...] = ()) -> Verdict:
+        """Check a decision against every rule and say what it would do, and through which door
+        (`groups`: those its proof vouches its person is in)."""
+        verdict = self._judge(decision, catalog, now, regexes, groups)
         return verdict.model_copy(update={"via": decision.via}) if decision.via is not None else verdict
 
-    def _judge(self, decision: Decision, catalog: ToolCatalog, now: datetime, regexes: bool) -> Verdict:
+    def _judge(self, decision: Decision, catalog: ToolCatalog, now: datetime, regexes: bool,
+               groups: tuple[str, ...] = ()) -> Verdict:
         item = self._target(decision)
         holder = item.claimant(now)
         if holder is not None and holder != decision.by:
@@ -167,7 +181,7 @@ class Pauses(BaseModel):
             )
         if isinstance(decision, Answer):
             return self._answer(item, decision, now)
-        self._check_decider(item, decision)
+        self._check_decider(item, decision, groups)
         if isinstance(decision, Reject):
             return self._reject(item, decision, now)
         if item.kind == "question":
@@ -242,18 +256,20 @@ class Pauses(BaseModel):
             comment=decision.comment, remember=decision.remember,
         )
 
-    def _check_decider(self, item: PendingCall, decision: Approve | Reject | Claim) -> None:
-        """Who may decide the call (workflows/deciders.py: the rule the API and the inboxes share)."""
-        refusal = refusal_to_decide(item, decision.by, decision.verb)
+    def _check_decider(self, item: PendingCall, decision: Approve | Reject | Claim, groups: tuple[str, ...] = ()) -> None:
+        """Who may decide the call (workflows/deciders.py: the rule the API and the inboxes share);
+        `groups`: those the decision's proof vouches its person is in."""
+        refusal = refusal_to_decide(item, decision.by, decision.verb,
+                                    expand=proven_members(decision.by, groups) if groups else None)
         if refusal is not None:
             raise Refusal(refusal, code="forbidden")
 
-    def claim(self, decision: Claim, now: datetime) -> ClaimVerdict:
+    def claim(self, decision: Claim, now: datetime, groups: tuple[str, ...] = ()) -> ClaimVerdict:
         """Who may take an item is who may decide it; a live claim of someone else's stands."""
         item = self._target(decision)
         if decision.by is None:
             raise Refusal(f"say who you are (by) to claim {item.call_id}", code="forbidden")
-        self._check_decider(item, decision)
+        self._check_decider(item, decision, groups)
         holder = item.claimant(now)
         if holder is not None and holder != decision.by:
             raise Refusal(f"{item.call_id} is claimed by {holder} until {_iso(item.claim_until)}", code="conflict")

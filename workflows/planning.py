@@ -95,7 +95,8 @@ def judge(request: JudgementRequest, offered: dict[str, ToolSpec], policy: Opera
     session first saw, and untrusted output in this turn. Session rules come on top, in the
     workflow (with_session_rules). `policy_error`: a policy that could not be read asks a
     person for every call, rather than let one run the policy might forbid."""
-    plans, new_pins = [], {}
+    plans: list[dict[str, Any]] = []
+    new_pins: dict[str, Pin] = {}
     tainted = policy.first_untrusted(request.results_this_turn) if policy else None
     for call in request.reply.tool_calls:
         plan = plan_call(call, offered)

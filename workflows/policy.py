@@ -98,6 +98,10 @@ class OperatorPolicy(BaseModel):
     # Tool definitions an operator accepted (tool name -> sha256 prefixes, at least 16 hex digits, as
     # a pending item shows them): running sessions that pinned an earlier definition take this one.
     accepted_definitions: dict[str, list[Annotated[str, Field(min_length=16, max_length=64)]]] = Field(default_factory=dict)
+    # The groups an OpenID provider vouches for (the API's bearer JWTs, hitl/api/oidc.py) count as
+    # the policy's own: `@payments` also means whoever's token says they are in "payments". A call's
+    # approvers then keep the policy's group names beside their members, for the session to match.
+    groups_from_identity: bool = False
 
     # ------------------------------------------------------------ people
 
@@ -114,6 +118,20 @@ class OperatorPolicy(BaseModel):
                 seen.add(name)
                 pending.extend(self.groups.get(name[1:], []))
         return people
+
+    def as_seen_by(self, person: str, groups: Iterable[str]) -> OperatorPolicy:
+        """The policy for a person whose identity provider vouches for `groups`: they are in each
+        (when the policy takes groups from identity), so every rule that names a group sees them."""
+        if not self.groups_from_identity or not groups:
+            return self
+        merged = {name: list(members) for name, members in self.groups.items()}
+        for group in groups:
+            merged.setdefault(group, []).append(person)
+        return self.model_copy(update={"groups": merged})
+
+    def groups_of(self, person: str) -> list[str]:
+        """The groups `person` is in, directly or through another group."""
+        return [group for group in sorted(self.groups) if person in self.expand([f"@{group}"])]
 
     def is_operator(self, person: str | None) -> bool:
         return person is not None and person in self.expand(self.operators)
@@ -141,9 +159,17 @@ class OperatorPolicy(BaseModel):
         key, rule = found
         return ToolFloor(
             key=key, approval=rule.approval, required_approvals=rule.required_approvals or 1,
-            approvers=sorted(self.expand(rule.approvers)) if rule.approvers is not None else None,
+            approvers=sorted(self.approvers_of(rule.approvers)) if rule.approvers is not None else None,
             four_eyes=rule.four_eyes, remember=rule.remember,
         )
+
+    def approvers_of(self, names: Iterable[str]) -> set[str]:
+        """A rule's approvers as a call carries them: people, and with groups from identity the
+        rule's group names too (members the provider vouches for are known only as they decide,
+        by the groups their proof carries: hitl/api/calls.py)."""
+        names = list(names)
+        named_groups = {name for name in names if name.startswith("@")} if self.groups_from_identity else set()
+        return self.expand(names) | named_groups
 
     def first_untrusted(self, results: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
         """The first (tool, call id) whose output the policy does not trust (any it cannot tell)."""
@@ -184,14 +210,16 @@ class OperatorPolicy(BaseModel):
                 floor = self.floor_for(name)
                 if floor is None or floor.approvers is None:
                     continue
-                outside = sorted(self.expand(people) - set(floor.approvers))
+                outside = sorted(self.approvers_of(people) - set(floor.approvers))
                 if outside:
                     problems.append(f"approvers: {', '.join(outside)} may not decide {name} under the operator's "
                                     f"policy ({floor.line})")
-        escalated = self.expand(session.get("escalate_to") or [])
+        escalated = self.approvers_of(session.get("escalate_to") or [])
         for name in tools:
             floor = self.floor_for(name)
-            outside = sorted(escalated - set(floor.approvers)) if floor and floor.approvers is not None else []
+            if floor is None or floor.approvers is None:
+                continue
+            outside = sorted(escalated - set(floor.approvers))
             if outside:
                 problems.append(f"escalate_to: {', '.join(outside)} may not decide {name} under the operator's "
                                 f"policy ({floor.line})")

@@ -54,6 +54,10 @@ class DecisionClaims(BaseModel):
     # The run it was made for: a reset, or a session started again under the same id, is another
     # run, where it is no decision (workflows/identity.py, RunCheck). Absent in older proofs.
     run_id: str | None = None
+    # The groups the API's identity provider vouched for, as the operator's policy reads them (its
+    # `groups_from_identity`): a call naming one of them as approvers is the person's to decide.
+    # Absent unless the policy takes groups from identity.
+    groups: list[str] | None = None
 
 
 def _b64(data: bytes) -> str:
@@ -73,14 +77,14 @@ def public_key_b64(key: Ed25519PrivateKey) -> str:
 def sign_decision(
     key: Ed25519PrivateKey, key_id: str, *, session_id: str, call_id: str, action: ProofAction, by: str,
     args_sha256: str, now: datetime | None = None, decision_sha256: str | None = None,
-    run_id: str | None = None,
+    run_id: str | None = None, groups: list[str] | None = None,
 ) -> str:
     """The `proof` a decision carries, for `by`, about this session, call, verb, arguments and the
     whole decision."""
     claims = DecisionClaims(
         session_id=session_id, call_id=call_id, action=action, by=by, args_sha256=args_sha256,
         nonce=secrets.token_hex(16), issued_at=int((now or datetime.now(timezone.utc)).timestamp()),
-        decision_sha256=decision_sha256, run_id=run_id,
+        decision_sha256=decision_sha256, run_id=run_id, groups=groups,
     )
     body = _b64(json.dumps(claims.model_dump(exclude_none=True), sort_keys=True, separators=(",", ":")).encode())
     signed = f"{VERSION}.{key_id}.{body}".encode()

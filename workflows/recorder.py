@@ -19,10 +19,11 @@ from temporalio import workflow
 
 from workflows.limits import clip
 from workflows.pauses import Outcome, Settlement
-from workflows.session import AuditEvent, SessionState
+from workflows.session import AuditEvent, AuditEventKind, SessionState
+from workflows.agent_parts import AgentParts
 
 SESSION_MEMO = "hitl_session"
-AUDIT_EVENT: dict[Outcome, str] = {
+AUDIT_EVENT: dict[Outcome, AuditEventKind] = {
     "approved": "approved", "edited": "edited", "rejected": "rejected", "declined": "rejected",
     "answered": "answered", "timed_out": "timed_out", "moved_on": "cancelled", "cancelled": "cancelled",
 }
@@ -32,7 +33,7 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-class Recorder:
+class Recorder(AgentParts):
     """Mixed into AgentWorkflow: writes what happened, reads nothing but the session's own state."""
 
     def publish_who(self) -> None:
@@ -90,8 +91,9 @@ class Recorder:
             by=settlement.by, via=settlement.via, comment=settlement.comment, rule=settlement.rule,
             reason=settlement.result if settlement.outcome not in ("approved", "edited", "answered") else None,
         )
+        self.notify_settled(settlement)
 
-    def record(self, event: str, call_id: str | None = None, tool: str | None = None,
+    def record(self, event: AuditEventKind, call_id: str | None = None, tool: str | None = None,
                sha: str | None = None, **details: Any) -> None:
         clipped = {key: clip(value, 1_000) if isinstance(value, str) else value for key, value in details.items()}
         self.run_state.audit.append(

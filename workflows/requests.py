@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from workflows.conversation import ChatMessage, ModelReply
 
@@ -43,14 +43,44 @@ class ToolInvocation(BaseModel):
     input: dict[str, Any] | None = None
 
 
+MESSAGES_PER_NOTICE = 20
+
+
+class MessageRef(BaseModel):
+    """Where a channel showed a pause (a Slack message, a mail), in the channel's own words.
+
+    Returned by the notify activity, whose result anyone who reaches the frontend may complete:
+    small, bounded, and checked by its channel before it acts on one (activities/slack.py signs its own)."""
+
+    channel: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,15}$")
+    ref: str = Field(max_length=300)
+
+
+class NotifyReceipt(BaseModel):
+    """What the notify activity says it showed: the messages to update once the pause is settled."""
+
+    messages: list[MessageRef] = Field(default_factory=list, max_length=MESSAGES_PER_NOTICE)
+
+
+class SettledNotice(BaseModel):
+    """How a pause ended, for the messages that showed it."""
+
+    outcome: str
+    by: str | None = None
+    via: str | None = None
+
+
 class Notification(BaseModel):
-    """A pause that needs people: sent when it opens, as a reminder, and on escalation."""
+    """A pause that needs people: sent when it opens, as a reminder, and on escalation; and,
+    `settled`, once it is settled, with the messages that showed it."""
 
     session_id: str
     event: str
     item: dict[str, Any]
     to: list[str]
     at: datetime
+    settled: SettledNotice | None = None
+    messages: list[MessageRef] = Field(default_factory=list)
 
 
 class SessionFacts(BaseModel):

@@ -23,11 +23,12 @@ from workflows.limits import RECORDED_BYTES, clip
 from workflows.decisions import Refusal
 from workflows.requests import FactsRequest, SessionFacts
 from workflows.session import SessionInput
+from workflows.agent_parts import AgentParts
 
 RULE_FIELDS = {"approvers", "required_approvals", "auto_approve", "require_approval"}
 
 
-class Starting:
+class Starting(AgentParts):
     """Mixed into AgentWorkflow: called from its __init__ and the start of its run."""
 
     def read_input(self, request: RawValue | None) -> tuple[SessionInput, RunState | None]:

@@ -11,12 +11,15 @@ from typing import Any
 
 from temporalio import workflow
 
-from workflows.contract import AUDIT, AUDIT_PAGE, EVENTS, MODEL_CONTEXT, PENDING, STATUS, TRANSCRIPT, TRANSCRIPT_PAGE, PageRequest
+from workflows.contract import (
+    AUDIT, AUDIT_PAGE, EVENTS, MODEL_CONTEXT, PENDING, STATUS, TRANSCRIPT, TRANSCRIPT_PAGE, PageRequest, SessionStatus,
+)
 from workflows.conversation import ChatMessage, Conversation
 from workflows.events import EventsRequest
 from workflows.limits import MODEL_WINDOW_BYTES, json_size
 from workflows.requests import ConversationRef, ModelRequest
 from workflows.session import DEFAULT_SYSTEM_PROMPT, view
+from workflows.agent_parts import AgentParts
 
 with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
@@ -27,7 +30,7 @@ PAGE_BYTES = 1_500_000  # a query answer stays below Temporal's 2 MB
 
 
 
-class Views:
+class Views(AgentParts):
     """Mixed into AgentWorkflow: its queries, registered under these method names."""
 
     @workflow.query(name=PENDING.name)
@@ -35,33 +38,33 @@ class Views:
         return [item.view() for item in self.run_state.pauses.open]
 
     @workflow.query(name=STATUS.name)
-    def status(self) -> dict[str, Any]:
-        return {
-            "state": self.state,
-            "turn": self.run_state.turn,
-            "steps": self.run_state.steps,
-            "total_steps": self.run_state.total_steps,
-            "last_answer": self.run_state.last_answer,
-            "error": self.run_state.error,
-            "pending": len(self.run_state.pauses.open),
-            "queued_messages": len(self.run_state.inbox),
-            "ignored_signals": self.run_state.ignored_signals,
-            "remembered": [view(grant) for grant in self.live_grants()],
-            "tools": [spec.name for spec in self.tools_now()],
-            "model": self.config.model,
-            "closed_reason": self.closed_reason,
-            "transcript_messages": self.run_state.first_message_index + len(self.conversation.messages),
-            "owner": self.config.by,
-            "participants": self.config.participants,
-            "verified": self.config.verified_decisions,
-        }
+    def status(self) -> SessionStatus:
+        return SessionStatus(
+            state=self.state,
+            turn=self.run_state.turn,
+            steps=self.run_state.steps,
+            total_steps=self.run_state.total_steps,
+            last_answer=self.run_state.last_answer,
+            error=self.run_state.error,
+            pending=len(self.run_state.pauses.open),
+            queued_messages=len(self.run_state.inbox),
+            ignored_signals=self.run_state.ignored_signals,
+            remembered=[view(grant) for grant in self.live_grants()],
+            tools=[spec.name for spec in self.tools_now()],
+            model=self.config.model,
+            closed_reason=self.closed_reason,
+            transcript_messages=self.run_state.first_message_index + len(self.conversation.messages),
+            owner=self.config.by,
+            participants=self.config.participants,
+            verified=self.config.verified_decisions,
+        )
 
     @workflow.query(name=TRANSCRIPT.name)
     def transcript(self) -> list[dict[str, Any]]:
         """The conversation, whole while it is small; past a megabyte, its newest part
         (`transcript_page` and `python starter.py transcript` read all of it)."""
-        page = self.transcript_page(PageRequest(offset=None, limit=1_000_000))
-        return page["messages"]
+        messages: list[dict[str, Any]] = self.transcript_page(PageRequest(offset=None, limit=1_000_000))["messages"]
+        return messages
 
     @workflow.query(name=TRANSCRIPT_PAGE.name)
     def transcript_page(self, request: PageRequest | None = None) -> dict[str, Any]:
@@ -75,7 +78,8 @@ class Views:
 
     @workflow.query(name=AUDIT.name)
     def audit(self) -> list[dict[str, Any]]:
-        return self.audit_page(PageRequest(offset=None, limit=1_000_000))["events"]
+        events: list[dict[str, Any]] = self.audit_page(PageRequest(offset=None, limit=1_000_000))["events"]
+        return events
 
     @workflow.query(name=AUDIT_PAGE.name)
     def audit_page(self, request: PageRequest | None = None) -> dict[str, Any]:

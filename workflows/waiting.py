@@ -17,13 +17,15 @@ from temporalio.exceptions import ActivityError
 
 from workflows.contract import NOTIFY
 from workflows.activity_calls import NOTIFY_CALL, failure_message
-from workflows.limits import clip
-from workflows.pauses import Outcome, PauseKind, PendingCall, deadline_after
+from workflows.limits import clip, unreadable_reason
+from workflows.patches import SETTLED_NOTICES
+from workflows.pauses import Outcome, PauseKind, PendingCall, Settlement, deadline_after
 from workflows.planning import PlannedCall
-from workflows.requests import Notification
+from workflows.requests import MessageRef, Notification, NotifyReceipt, SettledNotice
 from workflows.rules import Grant, args_sha256
 from workflows.tool_input import AskedInput
 from workflows.visibility import compact_item
+from workflows.agent_parts import AgentParts
 
 with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
@@ -35,7 +37,7 @@ HISTORY_EVENTS_CRITICAL = 45_000
 HISTORY_BYTES_CRITICAL = 40_000_000
 
 
-class Waiting:
+class Waiting(AgentParts):
     """Mixed into AgentWorkflow: the pauses of a step, from opening to the clock settling them."""
 
     def open_pause_if_needed(self, plan: PlannedCall) -> None:
@@ -210,16 +212,61 @@ class Waiting:
             session_id=workflow.info().workflow_id, event=event, item=item.view(),
             to=to or item.approvers or [], at=workflow.now(),
         )
+        call_id = item.call_id
 
         async def send() -> None:
             self.notifications_in_flight += 1
+            self.notices_in_flight[call_id] = self.notices_in_flight.get(call_id, 0) + 1
             try:
-                await self.activity_outcome(workflow.execute_activity(  # its result, unread: anyone who reaches the frontend may complete it
+                # Its result, read as untrusted (anyone who reaches the frontend may complete it):
+                # at most a few messages, kept for this call alone, for its `settled` notice.
+                raw = await self.activity_outcome(workflow.execute_activity(
                     NOTIFY.name, notification, result_type=RawValue, summary=f"notify {', '.join(notification.to) or 'anyone'}: {event}", **NOTIFY_CALL
                 ))
+                self.run_state.pauses.show(call_id, messages_shown(raw))
             except ActivityError as error:
                 workflow.logger.warning("notification failed: %s", failure_message(error))
             finally:
                 self.notifications_in_flight -= 1
+                self.notices_in_flight[call_id] -= 1
 
         asyncio.ensure_future(send())
+
+    def notify_settled(self, settlement: Settlement) -> None:
+        """Once a pause is settled, the messages that showed it say how, and who decided: after
+        every notice of it still in flight has said where it was shown (a reminder's too)."""
+        call_id = settlement.call_id
+
+        async def send() -> None:
+            self.notifications_in_flight += 1
+            try:
+                await workflow.wait_condition(lambda: not self.notices_in_flight.get(call_id))
+                messages = self.run_state.pauses.shown.pop(call_id, [])
+                if not messages or not workflow.patched(SETTLED_NOTICES):
+                    return
+                notification = Notification(
+                    session_id=workflow.info().workflow_id, event="settled", to=[], at=settlement.at,
+                    item={"call_id": call_id, "tool": settlement.tool, "kind": settlement.kind},
+                    settled=SettledNotice(outcome=settlement.outcome, by=settlement.by, via=settlement.via),
+                    messages=messages,
+                )
+                await self.activity_outcome(workflow.execute_activity(
+                    NOTIFY.name, notification, result_type=RawValue, summary=f"settled: {settlement.outcome}", **NOTIFY_CALL
+                ))
+            except ActivityError as error:
+                workflow.logger.warning("settled notification failed: %s", failure_message(error))
+            finally:
+                self.notifications_in_flight -= 1
+
+        asyncio.ensure_future(send())
+
+
+def messages_shown(raw: RawValue | None) -> list[MessageRef]:
+    """The messages a notify activity says it showed; nothing if its result is not a receipt."""
+    if raw is None or unreadable_reason(raw.payload.metadata) is not None:
+        return []
+    try:
+        receipt = workflow.payload_converter().from_payload(raw.payload, NotifyReceipt)
+    except Exception:
+        return []
+    return receipt.messages if isinstance(receipt, NotifyReceipt) else []

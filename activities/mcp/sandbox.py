@@ -100,8 +100,8 @@ def sandboxed_command(entry: ServerEntry, env: Mapping[str, str], bwrap: str) ->
     home = env.get("HOME", "")
     if home.startswith("/") and home != "/":
         argv += ["--tmpfs", home]
-    for place in program_places(resolved):
-        argv += ["--ro-bind", str(place), str(place)]
+    for program_place in program_places(resolved):
+        argv += ["--ro-bind", str(program_place), str(program_place)]
     for place in grant.read_only:
         argv += ["--ro-bind", place, place]
     for place in grant.paths:

@@ -1,7 +1,7 @@
 """The FastAPI application behind `python starter.py serve`.
 
 Routers live beside this file, one per resource (sessions, calls, inbox, events,
-the web page, the codec); this module only assembles them with what every route
+the web page, the codec, A2A's door); this module only assembles them with what every route
 shares: the Temporal connection, the tokens file, the operator's policy, the
 decision-signing key, the limits on reading, and the answers every response
 gets (503 while Temporal is unreachable, no framing).
@@ -29,7 +29,7 @@ from temporalio.converter import PayloadCodec
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.service import RPCError
 
-from hitl.api import calls, codec, events, inbox, people, sessions, web
+from hitl.api import a2a, ag_ui, calls, codec, decide_links, events, inbox, people, sessions, slack, web, web_sign_in as sign_in_routes
 from hitl.api.access import Policy
 from hitl.api.auth import StreamTickets, TokenBook, TokenFileError, hide_queries_from_access_log
 from hitl.api.body_limit import BodyLimit
@@ -38,8 +38,11 @@ from hitl.api.followed import Followed
 from hitl.api.gateway import Temporal, ticket_secret
 from hitl.api.json_bodies import StrictJsonBodies
 from hitl.api.observed import observe
+from hitl.api.oidc import OpenIDConfigError, OpenIDProvider
+from hitl.api.web_sign_in import WebSignIn
 from hitl.api.owned_sessions import SessionsPerPerson
 from hitl.api.reading import limits_from_env
+from hitl.channels import ChannelsError, channels_from_env
 from hitl.decision_keys import KeyConfigError
 from hitl.decision_keys import signing_key as read_signing_key
 from hitl import telemetry
@@ -75,10 +78,14 @@ def create_app(
     task_queue: str | None = None,
     tokens: TokenBook | Followed[TokenBook] | None = None,
     policy: Policy | Followed[Policy | None] | None | str = "from HITL_POLICY",
+    openid: OpenIDProvider | None | str = "from HITL_OIDC_ISSUER",
+    web_sign_in: WebSignIn | None | str = "from HITL_OIDC_CLIENT_ID",
     bind_host: str | None = None,
+    slack_door: slack.SlackDoor | None | str = "from HITL_CHANNELS",
 ) -> FastAPI:
-    """The app; `client`, `task_queue` and `policy` default to the environment's (tests pass their
-    own). A malformed HITL_API_TOKENS or HITL_POLICY file raises here, before anything is served."""
+    """The app; `client`, `task_queue`, `policy` and `slack_door` default to the environment's (tests
+    pass their own). A malformed HITL_API_TOKENS, HITL_POLICY or HITL_CHANNELS file (or single sign-on
+    setting) raises here, before anything is served."""
     # FastAPI's own telemetry stays off: it would open a second server span per request, in a
     # trace of its own, and record the query string, where an event stream's ticket travels.
     # The request span and metrics are hitl/api/observed.py's (path and route only).
@@ -86,6 +93,8 @@ def create_app(
                   **NATIVE_TELEMETRY_OFF)
     app.state.codec = payload_codec
     app.state.tokens = tokens if tokens is not None else TokenBook.from_env()
+    app.state.openid = OpenIDProvider.from_env() if isinstance(openid, str) else openid
+    app.state.web_sign_in = WebSignIn.from_env(app.state.openid) if isinstance(web_sign_in, str) else web_sign_in
     app.state.policy = operator_policy() if isinstance(policy, str) else policy
     app.state.temporal = Temporal(client=client, task_queue=task_queue)
     app.state.reads, app.state.streams, app.state.closed_reads = limits_from_env()
@@ -94,6 +103,8 @@ def create_app(
     app.state.signer = lru_cache(maxsize=1)(signing_key)
     app.state.tickets = StreamTickets(lambda: ticket_secret(seed_of(app.state.signer()[1])))
     app.state.feeds = events.Feeds()
+    app.state.slack = slack.slack_door(channels_from_env(), os.environ) if isinstance(slack_door, str) else slack_door
+    app.state.used_links = decide_links.UsedLinks()
     app.add_middleware(
         CORSMiddleware,
         allow_origins=ui_origins(),
@@ -106,7 +117,7 @@ def create_app(
     app.add_middleware(BodyLimit)  # added late: it runs before anything reads a body
     observe(app)  # around it (reading no body), when operators ask for metrics or traces (docs/observability.md)
     app.include_router(codec.router)
-    for resource in (sessions, calls, inbox, events, people, web):
+    for resource in (sessions, calls, inbox, events, people, ag_ui, a2a, web, slack, sign_in_routes, decide_links):
         app.include_router(resource.router)
     hide_queries_from_access_log()
 
@@ -209,7 +220,8 @@ def serve(host: str | None = None, port: int | None = None) -> None:
             print(f"api: {line}")
         app = create_app(bind_host=host)
         signing_key()  # a malformed key stops the server now; a local key file is made now
-    except (TokenFileError, KeyConfigError, PolicyError, StartRefused, telemetry.TelemetryError) as error:
+    except (TokenFileError, OpenIDConfigError, KeyConfigError, PolicyError, ChannelsError, StartRefused,
+            telemetry.TelemetryError) as error:
         sys.exit(f"error: {error}")
     uvicorn.run(app, host=host, port=port or int(os.environ.get("HITL_API_PORT", "8000")))
 

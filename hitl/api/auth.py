@@ -3,7 +3,9 @@
 `HITL_API_TOKENS` names a JSON file `{"<token>": "<person>"}`. Every route but
 the codec's, `/healthz` and the web page's static files needs
 `Authorization: Bearer <token>`; the person the token names is the `by` of
-everything the caller decides (a `by` in a body is ignored).
+everything the caller decides (a `by` in a body is ignored). With an OpenID
+provider configured, its access tokens are accepted beside the file's
+(hitl/api/oidc.py).
 
 A browser's EventSource cannot send headers, and a bearer token in a URL ends
 up in logs and history. So the page first POSTs (with its bearer token) for a
@@ -27,9 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from fastapi import Header, HTTPException, Request
+from fastapi import Depends, Header, HTTPException, Request
 
 from hitl.api.followed import Followed, now
+from hitl.api.oidc import Identity, OpenIDProvider, ProviderUnavailable, TokenRefused, looks_like_jwt
 
 TICKET_SECONDS = 60
 
@@ -88,52 +91,86 @@ def tokens_of(request: Request) -> TokenBook:
     return now(request.app.state.tokens)
 
 
-def caller(request: Request, authorization: str | None = Header(default=None)) -> str:
-    """The dependency of every authenticated route: the person the bearer token names, or 401."""
+def openid_provider(request: Request) -> OpenIDProvider | None:
+    """The OpenID provider whose access tokens this API also accepts (hitl/api/oidc.py), if any."""
+    return getattr(request.app.state, "openid", None)
+
+
+async def identity(request: Request, authorization: str | None = Header(default=None)) -> Identity:
+    """Who the bearer token proves: a token of the file, or else an access token of the OpenID
+    provider (when one is configured); 401 with the reason otherwise."""
     book = tokens_of(request)
-    if not book.people:
+    provider = openid_provider(request)
+    web = getattr(request.app.state, "web_sign_in", None)
+    if authorization is None and web is not None and (signed_in_page := web.identity_of(request)) is not None:
+        return signed_in(request, signed_in_page)  # the web inbox, signed in through the provider
+    if not book.people and provider is None:
         raise HTTPException(401, f"no API tokens are configured ({book.source}); see the README, 'HTTP API'",
                             headers={"WWW-Authenticate": "Bearer"})
     token = bearer_token(authorization)
     if token is None:
         raise HTTPException(401, "send Authorization: Bearer <token>", headers={"WWW-Authenticate": "Bearer"})
     person = book.person_of(token)
-    if person is None:
+    if person is not None:
+        return signed_in(request, Identity(person))
+    if provider is None or not looks_like_jwt(token):
         raise HTTPException(401, "unknown token", headers={"WWW-Authenticate": "Bearer"})
-    return person
+    try:
+        return signed_in(request, await provider.identity(token))
+    except TokenRefused as refused:
+        raise HTTPException(401, str(refused), headers={"WWW-Authenticate": 'Bearer error="invalid_token"'}) from None
+    except ProviderUnavailable as error:
+        raise HTTPException(503, str(error), headers={"Retry-After": "5"}) from None
+
+
+def signed_in(request: Request, who: Identity) -> Identity:
+    """Note who the request is from: the policy reads for them (hitl/api/guard.py, policy_of)."""
+    request.state.identity = who
+    return who
+
+
+async def caller(who: Identity = Depends(identity)) -> str:
+    """The dependency of every authenticated route: the person the bearer token names, or 401."""
+    return who.person
 
 
 class StreamTickets:
-    """Issue and check stream tickets: `<person b64>.<session b64>.<expiry>.<hmac>`."""
+    """Issue and check stream tickets: `<person b64>.<session b64>.<expiry>.<credential expiry>.<groups b64>.<hmac>`."""
 
     def __init__(self, secret: Callable[[], bytes], clock: Callable[[], float] = time.time) -> None:
         self.secret = secret  # read on first use: the signing key may be created then
         self.clock = clock
         self.used: dict[str, int] = {}  # MAC -> expiry: a ticket opens one stream (per API process)
 
-    def issue(self, person: str, session_id: str) -> tuple[str, int]:
+    def issue(self, person: str, session_id: str, until: float | None = None, groups: tuple[str, ...] = ()) -> tuple[str, int]:
+        """A ticket for `person` on `session_id`; `until`: when the credential it was bought with
+        expires (an OpenID token's exp), so the stream it opens ends then too; `groups`: the
+        groups that credential vouched for."""
         expires = int(self.clock()) + TICKET_SECONDS
-        body = ".".join([_b64(person), _b64(session_id), str(expires)])
+        body = ".".join([_b64(person), _b64(session_id), str(expires), "" if until is None else str(int(until)),
+                         _b64(json.dumps(list(groups)))])
         return f"{body}.{self._mac(body)}", expires
 
-    def person_of(self, ticket: str, session_id: str) -> str | None:
-        """The ticket's person when it is genuine, unexpired, unused and made for this session;
-        the ticket is used up by it."""
+    def redeem(self, ticket: str, session_id: str) -> Identity | None:
+        """The ticket's person (with its credential's groups and expiry) when it is genuine, unexpired, unused and
+        made for this session; the ticket is used up by it."""
         body, _, mac = ticket.rpartition(".")
         # Bytes, not str: compare_digest refuses a str with non-ASCII characters (a 500).
         if not body or not hmac.compare_digest(mac.encode(), self._mac(body).encode()):
             return None
-        person_b64, session_b64, expires = (body.split(".") + ["", "", ""])[:3]
+        person_b64, session_b64, expires, until, groups_b64 = (body.split(".") + [""] * 5)[:5]
         try:
-            person, session, until = _unb64(person_b64), _unb64(session_b64), int(expires)
+            person, session, at_most = _unb64(person_b64), _unb64(session_b64), int(expires)
+            credential_expires = float(until) if until else None
+            groups = tuple(json.loads(_unb64(groups_b64)))
         except ValueError:
             return None
         now = self.clock()
-        if session != session_id or until < now or mac in self.used:
+        if session != session_id or at_most < now or mac in self.used:
             return None
         self.used = {spent: expiry for spent, expiry in self.used.items() if expiry >= now}
-        self.used[mac] = until
-        return person
+        self.used[mac] = at_most
+        return Identity(person, groups, credential_expires)
 
     def _mac(self, body: str) -> str:
         return hmac.new(self.secret(), body.encode(), hashlib.sha256).hexdigest()

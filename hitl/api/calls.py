@@ -14,11 +14,10 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from hitl.api.access import CLAIM_SECONDS_AT_MOST
 from hitl.api.gateway import now, send_signed
-from hitl.api.guard import Grant, allowed_on_call
+from hitl.api.guard import Grant, allowed_on_call, policy_of
 from workflows.contract import INBOUND
-from workflows.decisions import Refusal, parse_decision
+from workflows.decisions import CLAIM_SECONDS_AT_MOST, Refusal, parse_decision
 from workflows.proofs import ProofAction, sign_decision
 from workflows.rules import args_sha256
 
@@ -58,7 +57,7 @@ class ClaimBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     for_seconds: float | None = Field(None, gt=0, le=CLAIM_SECONDS_AT_MOST,
-                                      description=f"default 900, at most {CLAIM_SECONDS_AT_MOST} (an hour)")
+                                      description=f"default 900, at most {CLAIM_SECONDS_AT_MOST:g} (an hour)")
     by: Any = IGNORED_BY
 
 
@@ -67,8 +66,12 @@ def proof_for(request: Request, session_id: str, call_id: str, verb: ProofAction
     """A proof for `person`, bound to this run of the session, this call and verb, the arguments
     the person saw and the whole decision (workflows/proofs.py)."""
     key_id, key = request.app.state.signer()
+    policy = policy_of(request)
+    # The groups the caller's OpenID token vouched for reach the session only in their proof.
+    groups = policy.groups_of(person) if policy is not None and getattr(policy, "groups_from_identity", False) else None
     return sign_decision(key, key_id, session_id=session_id, call_id=call_id, action=verb, by=person,
-                         args_sha256=sha, now=now(), decision_sha256=decision_sha256, run_id=run_id)
+                         args_sha256=sha, now=now(), decision_sha256=decision_sha256, run_id=run_id,
+                         groups=groups or None)
 
 
 async def decide(request: Request, session_id: str, call_id: str, verb: Verb, grant: Grant,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable
 
@@ -30,10 +31,11 @@ from starlette.background import BackgroundTask
 from temporalio.client import Client, WorkflowHandle
 
 from hitl.api.access import SessionFacts, verdict
-from hitl.api.auth import TICKET_SECONDS, bearer_token, caller, tokens_of
+from hitl.api.auth import TICKET_SECONDS, bearer_token, identity, signed_in, tokens_of
+from hitl.api.oidc import Identity
 from hitl.api.gateway import temporal
 from hitl.api.guard import Grant, allowed, facts_of, policy_of, refuse_unless
-from hitl.api.stream_access import Reader, SettledCalls
+from hitl.api.stream_access import SIGN_IN_EXPIRED, Reader, SettledCalls
 from hitl.client.events import PAGE, EventsUnavailable, SessionEvent, follow_event_batches, read_events, resync
 
 router = APIRouter(prefix="/sessions/{session_id}/events", tags=["events"])
@@ -123,18 +125,18 @@ class Feeds:
         return {session_id: len(feed.listeners) for session_id, feed in self.feeds.items()}
 
 
-def stream_reader(
+async def stream_reader(
     request: Request,
     session_id: str,
     ticket: str | None = Query(None, description="from POST /sessions/{id}/events/ticket, for EventSource"),
     authorization: str | None = Header(default=None),
 ) -> Reader:
     if ticket is not None:
-        person = request.app.state.tickets.person_of(ticket, session_id)
-        if person is None:
+        redeemed = request.app.state.tickets.redeem(ticket, session_id)
+        if redeemed is None:
             raise HTTPException(401, "the stream ticket is invalid, expired, used already, or for another session")
-        return Reader(person)
-    return Reader(caller(request, authorization), bearer_token(authorization))
+        return Reader(signed_in(request, redeemed).person, expires_at=redeemed.expires_at)
+    return Reader.of(await identity(request, authorization), bearer_token(authorization))
 
 
 async def stream_grant(request: Request, session_id: str, reader: Reader = Depends(stream_reader)) -> Grant:
@@ -181,6 +183,11 @@ def ending(reason: str | None, access_ended: bool = False) -> ServerSentEvent:
     return ServerSentEvent(data=json.dumps(data), event="end")
 
 
+def until_expiry(reader: Reader) -> float | None:
+    """Seconds until the reader's OpenID token expires (None: a file's token does not)."""
+    return None if reader.expires_at is None else max(reader.expires_at - time.time(), 0)
+
+
 async def stream(request: Request, client: Client, session_id: str, after: int, reader: Reader,
                  give_back: Callable[[], None]) -> AsyncIterator[ServerSentEvent]:
     """Holds one of the person's stream slots (taken by the route) until the stream ends. Before
@@ -188,7 +195,7 @@ async def stream(request: Request, client: Client, session_id: str, after: int, 
     feeds: Feeds = request.app.state.feeds
 
     def refusal(facts: SessionFacts | None) -> str | None:
-        return reader.refusal(facts, policy_of(request), tokens_of(request))
+        return reader.refusal(facts, policy_of(request), tokens_of(request), time.time())
 
     feed, queue = feeds.join(client, session_id)
     try:
@@ -210,7 +217,11 @@ async def stream(request: Request, client: Client, session_id: str, after: int, 
             yield ending(str(error))
             return
         while True:
-            batch = await queue.get()
+            try:
+                batch = await asyncio.wait_for(queue.get(), until_expiry(reader))
+            except asyncio.TimeoutError:  # the reader's sign-in expired while nothing happened
+                yield ending(refusal(feed.facts) or SIGN_IN_EXPIRED, access_ended=True)
+                return
             if batch is END:
                 yield ending(feed.problem)
                 return
@@ -254,9 +265,10 @@ async def events(
 
 
 @router.post("/ticket")
-async def ticket(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> dict[str, Any]:
+async def ticket(session_id: str, request: Request, grant: Grant = Depends(allowed("read")),
+                 who: Identity = Depends(identity)) -> dict[str, Any]:
     """A ticket for one `GET .../events?ticket=`, for clients that cannot send headers (EventSource):
     good once, for a minute."""
-    value, expires = request.app.state.tickets.issue(grant.person, session_id)
+    value, expires = request.app.state.tickets.issue(grant.person, session_id, who.expires_at, who.groups)
     return {"ticket": value, "expires_in": TICKET_SECONDS, "expires_at": expires,
             "url": f"/sessions/{session_id}/events?ticket={value}"}

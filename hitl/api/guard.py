@@ -35,9 +35,19 @@ class Grant:
     item: dict[str, Any] | None = None
 
 
-def policy_of(request: Request) -> Policy | None:
+def policy_as_written(request: Request) -> Policy | None:
     """The operator's policy as its file says now (hitl/api/followed.py)."""
     return now(request.app.state.policy)
+
+
+def policy_of(request: Request) -> Policy | None:
+    """The operator's policy as it reads for the caller: with `groups_from_identity`, the groups
+    their OpenID token vouches for count."""
+    policy = policy_as_written(request)
+    who = getattr(request.state, "identity", None)
+    if policy is None or who is None or not who.groups:
+        return policy
+    return policy.as_seen_by(who.person, who.groups)
 
 
 async def session_facts(request: Request, session_id: str) -> SessionFacts:
@@ -74,32 +84,42 @@ def allowed(action: Action) -> Callable[..., Any]:
 
     async def grant(request: Request, session_id: str, person: str = Depends(caller)) -> AsyncIterator[Grant]:
         if action != "read":
-            session = await session_facts(request, session_id)
-            refuse_unless(verdict(person, action, session, policy_of(request)))
-            yield Grant(person, session)
+            yield await granted(request, session_id, person, action)
             return
         with request.app.state.reads.slot(person):
-            session = await session_facts(request, session_id)
-            refuse_unless(verdict(person, action, session, policy_of(request)))
-            yield Grant(person, session)
+            yield await granted(request, session_id, person, action)
 
     return grant
+
+
+async def granted(request: Request, session_id: str, person: str, action: Action) -> Grant:
+    """The table's answer for `action` on the session, for a door that is not a session route (AG-UI)."""
+    session = await session_facts(request, session_id)
+    refuse_unless(verdict(person, action, session, policy_of(request)))
+    return Grant(person, session)
 
 
 def allowed_on_call(verb: str) -> Callable[..., Any]:
     """The dependency for a decision (`verb`) on the path's `call_id`: the call's own rules from the
     session's `pending` query (the memo clips), 404 for whoever may not even read the session."""
-    action: Action = "claim" if verb in ("claim", "release") else "decide"
 
     async def grant(request: Request, session_id: str, call_id: str, person: str = Depends(caller)) -> Grant:
-        session = await session_facts(request, session_id)
-        policy = policy_of(request)
-        readable = verdict(person, "read", session, policy)
-        item = await pending_item(request, session_id, call_id) if readable.allowed else None
-        refuse_unless(verdict(person, action, session, policy, item, verb))
-        return Grant(person, session, item)
+        return await grant_on_call(request, session_id, call_id, person, verb)
 
     return grant
+
+
+async def grant_on_call(request: Request, session_id: str, call_id: str, person: str, verb: str) -> Grant:
+    """What `allowed_on_call` checks, for a person a door has proven otherwise than by a bearer
+    token (a Slack user that `people` maps, hitl/api/slack.py; an email link's person,
+    hitl/api/decide_links.py)."""
+    action: Action = "claim" if verb in ("claim", "release") else "decide"
+    session = await session_facts(request, session_id)
+    policy = policy_of(request)
+    readable = verdict(person, "read", session, policy)
+    item = await pending_item(request, session_id, call_id) if readable.allowed else None
+    refuse_unless(verdict(person, action, session, policy, item, verb))
+    return Grant(person, session, item)
 
 
 async def pending_item(request: Request, session_id: str, call_id: str) -> dict[str, Any]:
@@ -107,11 +127,23 @@ async def pending_item(request: Request, session_id: str, call_id: str) -> dict[
     for item in await run_query(request, session_id, PENDING):
         if item["call_id"] == call_id:
             return item
-    trail = await read_all(await temporal(request).get(), session_id, AUDIT_PAGE.name, "events")  # across runs
-    outcomes = [event["event"] for event in trail if event.get("call_id") == call_id and event["event"] != "refused"]
-    if any(outcome != "requested" for outcome in outcomes):
-        raise HTTPException(409, f"{call_id} is already settled ({outcomes[-1]})")
+    settled = await settlement_of(request, session_id, call_id)
+    if settled is not None:
+        raise HTTPException(409, f"{call_id} is already settled ({settled})")
     raise HTTPException(404, f"no call {call_id!r} waits in session {session_id!r}")
+
+
+async def settlement_of(request: Request, session_id: str, call_id: str) -> str | None:
+    """How the call was settled, from the audit across runs ("approved by ana via email at ..."),
+    or None while it was not (asked once the call no longer waits: an approval of N-of-M is recorded too)."""
+    trail = await read_all(await temporal(request).get(), session_id, AUDIT_PAGE.name, "events")
+    events = [event for event in trail
+              if event.get("call_id") == call_id and event["event"] not in ("refused", "requested")]
+    if not events:
+        return None
+    last = events[-1]
+    return " ".join([last["event"], *(f"{word} {last[key]}" for word, key in (("by", "by"), ("via", "via"), ("at", "at"))
+                                       if last.get(key))])
 
 
 async def session_read(request: Request, grant: Grant, name: str, read: Callable[[], Any]) -> Any:

@@ -21,7 +21,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from hitl.api.access import Policy, SessionFacts, expanded, waits_for_person
+from hitl.api.access import Policy, SessionFacts, waits_for_person
 from hitl.api.auth import caller
 from hitl.api.gateway import temporal
 from hitl.api.guard import policy_of
@@ -62,8 +62,7 @@ async def inbox(
 
 def approvers_filter(person: str, policy: Policy | None) -> str:
     """Sessions whose calls may name `person`: by name, by one of their groups, or nobody named."""
-    groups = policy.groups if policy is not None else {}
-    names = [person, *(f"@{group}" for group in sorted(groups) if person in expanded([f"@{group}"], policy))]
+    names = [person, *(f"@{group}" for group in (policy.groups_of(person) if policy is not None else []))]
     listed = ", ".join(f'"{escaped(name)}"' for name in names)
     return f" AND (HitlApprovers IN ({listed}) OR HitlApprovers IS NULL)"
 

@@ -21,9 +21,7 @@ from temporalio.common import MetricMeter
 from temporalio.runtime import Runtime
 
 from hitl import telemetry
-
-API_REQUESTS = "hitl_api_requests"
-API_REQUEST_SECONDS = "hitl_api_request_seconds"
+from hitl.telemetry import API_REQUEST_SECONDS, API_REQUESTS
 
 tracer = trace.get_tracer(__name__)
 

@@ -23,7 +23,7 @@ from hitl.api.access import may_start
 from hitl.api.auth import caller
 from hitl.api.calls import proof_for
 from hitl.api.gateway import Refused, now, run_query, send_signed, send_update, temporal
-from hitl.api.guard import Grant, allowed, policy_of, refuse_unless, session_read
+from hitl.api.guard import Grant, allowed, policy_as_written, refuse_unless, session_read
 from hitl.api.owned_sessions import SessionsPerPerson
 from hitl.client.consequences import with_consequences
 from hitl.client.refusals import reason_of
@@ -32,6 +32,7 @@ from hitl.client.summary import session_summary
 from hitl.settings import ENCRYPTED
 from workflows.contract import (
     AUDIT_PAGE, CANCEL, PENDING, STATUS, TRANSCRIPT_PAGE, USER_MESSAGE, WAIT_UNTIL_SETTLED, WORKFLOW, WORKFLOW_RESULT,
+    PendingItem, SessionStatus,
 )
 from workflows.forms import describe_validation_error
 from workflows.proofs import MESSAGE_CALL_ID
@@ -111,8 +112,10 @@ async def settle(request: Request, session_id: str, after_event: int, settled: d
 async def start_session(request: Request, body: dict[str, Any] = Body(...), person: str = Depends(caller)) -> Started:
     """Start a session (the workflow input as the body, `session_id` optional) and answer once its
     first turn has paused for a person or answered."""
-    refuse_unless(may_start(person, policy_of(request)))
-    session_id, workflow_input = session_input(body, person, policy_of(request))
+    # As the worker will read it at start: no token's groups (the start's proof carries none).
+    policy = policy_as_written(request)
+    refuse_unless(may_start(person, policy))
+    session_id, workflow_input = session_input(body, person, policy)
     if workflow_input["verified_decisions"]:
         # On one machine, the key file a worker trusts exists before the session. The start carries
         # the API's proof that the caller started it with this input: its first request is verified.
@@ -121,10 +124,10 @@ async def start_session(request: Request, body: dict[str, Any] = Body(...), pers
     gateway = temporal(request)
     client = await gateway.get()
     summary, details = session_summary(workflow_input, session_id, started_with="the HTTP API", encrypted=ENCRYPTED)
-    start = WithStartWorkflowOperation(
+    start = WithStartWorkflowOperation(  # type: ignore[call-overload]  # plain payloads, not str: see hitl/client/summary.py
         WORKFLOW, workflow_input, id=session_id, task_queue=await gateway.queue(), result_type=WORKFLOW_RESULT,
         id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-        static_summary=summary, static_details=details,  # type: ignore[arg-type]  # plain payloads: see hitl/client/summary.py
+        static_summary=summary, static_details=details,
         memo={SESSION_MEMO: session_memo(workflow_input)},
     )
     owned: SessionsPerPerson = request.app.state.sessions_per_person
@@ -162,13 +165,14 @@ async def why_it_ended(client: Client, session_id: str) -> str | None:
     return None
 
 
-@router.get("/{session_id}")
+@router.get("/{session_id}", response_model=SessionStatus)
 async def status(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> dict[str, Any]:
     """The `status` query."""
     return await session_read(request, grant, STATUS.name, lambda: run_query(request, session_id, STATUS))
 
 
-@router.get("/{session_id}/pending")
+# Without the unset fields, as the query answers (PendingCall.view): what goes over the wire is the query's.
+@router.get("/{session_id}/pending", response_model=list[PendingItem], response_model_exclude_none=True)
 async def pending(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> list[dict[str, Any]]:
     """The `pending` query: what waits for a person, with the rules that govern each item, what
     approving it does and what its deadline does (hitl/client/consequences.py)."""

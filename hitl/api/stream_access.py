@@ -5,7 +5,8 @@ session only while one of its calls waits for them, the operator's policy may
 change, and a token may be taken away. So a stream asks the access table
 (hitl/api/access.py) again before it hands over each batch of events, from
 facts read after those events were observed (hitl/api/events.py says why that
-order), and ends with a last `end` event when the answer is no.
+order), and ends with a last `end` event when the answer is no. A stream opened
+with an OpenID provider's token also ends when that token expires, events or not.
 """
 
 from __future__ import annotations
@@ -15,27 +16,42 @@ from typing import Any, Iterable
 
 from hitl.api.access import SessionFacts, verdict
 from hitl.api.auth import TokenBook
+from hitl.api.oidc import Identity
 from hitl.client.events import SessionEvent
 
 NO_LONGER_READABLE = "you may no longer read this session"
 TOKEN_WITHDRAWN = "the token this stream was opened with is no longer accepted"
+SIGN_IN_EXPIRED = "the sign-in this stream was opened with has expired; sign in again and reconnect"
 UNCHECKED = "whether you may still read this session could not be checked; reconnect to go on"
 
 
 @dataclass(frozen=True)
 class Reader:
-    """Who listens: the person, and the bearer token the stream was opened with (None for a ticket,
-    whose person must still hold some token: the ticket was bought with one)."""
+    """Who listens: the person, and the bearer token of the file the stream was opened with (None for
+    a ticket, whose person must still hold some token: the ticket was bought with one); or, for an
+    OpenID provider's token (hitl/api/oidc.py), when that token expires: the stream ends then."""
 
     person: str
     token: str | None = None
+    expires_at: float | None = None
 
-    def refusal(self, facts: SessionFacts | None, policy: Any, tokens: TokenBook) -> str | None:
+    @classmethod
+    def of(cls, who: Identity, token: str | None) -> Reader:
+        """The reader a credential makes: a file's token is asked again before each batch, an
+        OpenID provider's token holds until its exp."""
+        if who.expires_at is not None:
+            return cls(who.person, expires_at=who.expires_at)
+        return cls(who.person, token)
+
+    def refusal(self, facts: SessionFacts | None, policy: Any, tokens: TokenBook, now: float) -> str | None:
         """Why this reader may not be given more events now (None: they may). The reason names no
         content: not which call settled, nor who may read instead."""
-        if self.token is not None and tokens.person_of(self.token) != self.person:
+        if self.expires_at is not None:
+            if now >= self.expires_at:
+                return SIGN_IN_EXPIRED
+        elif self.token is not None and tokens.person_of(self.token) != self.person:
             return TOKEN_WITHDRAWN
-        if self.token is None and self.person not in tokens.people.values():
+        elif self.token is None and self.person not in tokens.people.values():
             return TOKEN_WITHDRAWN
         if facts is None:
             return UNCHECKED

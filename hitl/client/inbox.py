@@ -145,10 +145,10 @@ async def read_inbox(
     query = visibility_query(task_queue, person)
     try:
         waiting = await count(client, query)
-        target = limit
+        target = limit or 0
         while True:
             everything = limit is None or waiting <= max(WHOLE_LIST_UP_TO, limit)
-            cutoff = None if everything else await oldest_moment(client, query, target or 0, now)  # type: ignore[arg-type]
+            cutoff = None if everything else await oldest_moment(client, query, target, now)
             items, sessions, unreadable, because = await listed(client, query + (waited_by(cutoff) if cutoff else ""))
             if cutoff is not None:  # later pauses of these sessions may have older ones elsewhere
                 items = [item for item in items if item.requested_at <= cutoff]

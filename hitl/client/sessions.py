@@ -31,7 +31,9 @@ class HistoryMeasure:
 
 async def run_ids(client: Client, session_id: str) -> list[str]:
     """Every run of a session, oldest first, by walking back from the newest."""
-    runs = [(await newest_run(client, session_id)).run_id]
+    newest = (await newest_run(client, session_id)).run_id
+    assert newest is not None  # newest_run pins the run it found
+    runs = [newest]
     while True:
         history = await client.get_workflow_handle(session_id, run_id=runs[-1]).fetch_history(rpc_timeout=RPC)
         started = history.events[0].workflow_execution_started_event_attributes

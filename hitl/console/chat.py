@@ -159,7 +159,7 @@ class Chat:
         self.echo_user = False
         request = {"message": first, "by": self.by}
         summary, details = session_summary(request, self.session_id, started_with=self.started_with, encrypted=ENCRYPTED)
-        return await self.client.start_workflow(
+        return await self.client.start_workflow(  # type: ignore[call-overload]  # plain payloads, not str: see hitl/client/summary.py
             WORKFLOW, request, id=self.session_id, task_queue=self.task_queue, result_type=WORKFLOW_RESULT,
             static_summary=summary, static_details=details,
         )

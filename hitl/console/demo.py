@@ -20,7 +20,7 @@ from typing import Iterator, Mapping
 from activities.model import backend_from_env
 from activities.tools import workspace as product_files
 from hitl.console.chat import Chat
-from hitl.console.startup import quiet_expected_failures
+from hitl.startup import quiet_expected_failures
 from hitl.devserver import DevServerError, connect_when_ready, is_listening, start_dev_server, stop_dev_server
 from hitl.settings import Settings, connect
 from hitl.worker import build_worker

@@ -24,7 +24,8 @@ from hitl.worker import load_tool_modules
 def source_of(spec: ToolSpec) -> str:
     if isinstance(spec, SchemaToolSpec):
         return spec.source or "schema"
-    module = inspect.getmodule(spec.function).__name__ if spec.function is not None else "catalog"
+    defined_in = inspect.getmodule(spec.function) if spec.function is not None else None
+    module = defined_in.__name__ if defined_in is not None else "catalog"
     return "built-in" if module.startswith(("activities.", "catalog")) else f"user ({module})"
 
 

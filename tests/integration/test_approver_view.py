@@ -22,7 +22,7 @@ from hitl.console.chat import decision_of, is_command
 from hitl.client.inbox import Inbox, InboxItem
 from hitl.console.inbox import render_inbox
 from hitl.console.render import args_diff, describe_item, relative_deadline
-from hitl.console.startup import model_warning, port_problem, tokens_warning
+from hitl.startup import model_warning, port_problem, tokens_warning
 from tests.support.sessions import Agent, eventually, pending_items, query, settled
 from tests.system.test_readme_commands import Terminal
 

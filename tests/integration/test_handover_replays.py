@@ -42,15 +42,12 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from activities.offline_model import OfflineModel
-from hitl.settings import DATA_CONVERTER
 from tests.support.sessions import Agent, eventually, in_time, query
 from tests.support.session_health import failed_workflow_tasks as session_failures, runs_of
-from hitl.worker import SANDBOX, WorkerTuning, build_worker
-from workflows.agent import AgentWorkflow
+from tests.support.replaying import worker_replayer
+from hitl.worker import WorkerTuning, build_worker
 
 TUNING = WorkerTuning(max_cached_workflows=int(os.environ.get("HITL_STORM_CACHE", "100")))
 DUMP_TO = os.environ.get("HITL_STORM_DUMP")
@@ -106,8 +103,7 @@ async def test_every_run_of_a_session_that_hands_over_under_a_storm_replays(env:
     assert len(histories) >= 3, "the session never continued as new: the test tests nothing"
     assert sent > 0
     assert failed == [], "workflow tasks failed:\n" + "\n".join(failed)
-    replayer = Replayer(workflows=[AgentWorkflow], data_converter=DATA_CONVERTER,
-                        workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX))
+    replayer = worker_replayer()
     for history in histories:
         result = await asyncio.wait_for(replayer.replay_workflow(
             WorkflowHistory.from_json(session.id, history.to_json()), raise_on_replay_failure=False), 120)

@@ -8,17 +8,13 @@ from pathlib import Path
 
 from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from activities.tools import CATALOG
 from hitl.console.render import describe_item
-from hitl.settings import DATA_CONVERTER
 from tests.support.sessions import pending_items, query, refused_update, settled
 from tests.support.fake_openai import text, tool_calls
 from tests.support.mcp_servers import git_server, make_repo, mcp_agent, subjects, tool_output, tool_results
-from hitl.worker import SANDBOX
-from workflows.agent import AgentWorkflow
+from tests.support.replaying import worker_replayer
 
 
 async def test_read_only_tools_run_and_a_commit_runs_once_when_approved(env: WorkflowEnvironment, workspace: Path, tmp_path: Path) -> None:
@@ -122,7 +118,6 @@ async def test_sessions_replay_after_the_server_and_its_tools_are_gone(env: Work
         assert any("edited args do not fit" in str(s.get("reason")) for s in (await query(session, "status"))["ignored_signals"])
         history = await session.fetch_history()
     assert CATALOG.get("mcp__git__git_commit") is None  # the toolbox took its tools out when it closed
-    replayer = Replayer(workflows=[AgentWorkflow], data_converter=DATA_CONVERTER,
-                        workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX))
+    replayer = worker_replayer()
     result = await replayer.replay_workflow(WorkflowHistory.from_json(session.id, history.to_json()), raise_on_replay_failure=False)
     assert result.replay_failure is None

@@ -14,14 +14,10 @@ from typing import AsyncIterator
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from activities.tools import CATALOG, tool
-from hitl.settings import DATA_CONVERTER
 from tests.support.sessions import Agent, pending_items, running_agent, settled
-from hitl.worker import SANDBOX
-from workflows.agent import AgentWorkflow
+from tests.support.replaying import worker_replayer
 from workflows.conversation import FunctionCall, ModelReply, ToolCall
 from workflows.requests import ModelRequest
 
@@ -68,8 +64,7 @@ async def test_a_session_replays_after_its_tool_starts_needing_approval(
     history = await session.fetch_history()
 
     request.getfixturevalue("water_plants_needs_approval")
-    replayer = Replayer(workflows=[AgentWorkflow], data_converter=DATA_CONVERTER,
-                        workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX))
+    replayer = worker_replayer()
     await replayer.replay_workflow(history)  # raises on nondeterminism
 
     later = await gardener.start("water the roses again", tools=["water_plants"])

@@ -9,15 +9,12 @@ from pathlib import Path
 
 from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from activities.offline_model import OfflineModel
-from hitl.settings import DATA_CONVERTER
-from hitl.worker import DEFAULT_TUNING, SANDBOX, WorkerTuning, build_worker
+from hitl.worker import DEFAULT_TUNING, WorkerTuning, build_worker
 from tests.support.session_health import assert_no_failed_workflow_task
 from tests.support.sessions import Agent, eventually, pending_items, query
-from workflows.agent import AgentWorkflow
+from tests.support.replaying import worker_replayer
 
 
 def test_the_setting_reads_on_and_off() -> None:
@@ -39,8 +36,7 @@ async def test_a_session_on_an_unsandboxed_worker_replays_in_the_sandbox(env: Wo
         await eventually(lambda: query(session, "status"), lambda s: s["state"] == "idle" and s["turn"] == 2)
         await assert_no_failed_workflow_task(session)
         history = await session.fetch_history()
-    replayer = Replayer(workflows=[AgentWorkflow], data_converter=DATA_CONVERTER,
-                        workflow_runner=SandboxedWorkflowRunner(restrictions=SANDBOX))
+    replayer = worker_replayer()
     result = await replayer.replay_workflow(WorkflowHistory.from_json(session.id, history.to_json()),
                                             raise_on_replay_failure=False)
     assert result.replay_failure is None, result.replay_failure

@@ -14,7 +14,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from hitl.worker import SANDBOX
+from hitl.plugin import SANDBOX
 from tests.support.replaying import worker_replayer
 
 

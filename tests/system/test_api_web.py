@@ -12,77 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
 from tests.support.api_server import Api, api, scripted_api, signing_key, token_of  # noqa: F401  (fixtures)
+from tests.support.browser import NEEDS_CHROMIUM, browser, click, find, text_of, until  # noqa: F401  (browser: a fixture)
 from tests.support.sessions import eventually
 from tests.support.fake_openai import FakeOpenAI, completion, text, tool_calls
 
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM and CHROMEDRIVER),
-    reason="needs Debian's chromium and chromium-driver (`apt-get install chromium chromium-driver`; .ci/run installs them)",
-)
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,860"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
-async def until(browser: Any, probe: Callable[[Any], Any], timeout: float = 30) -> Any:
-    """Wait (without blocking the loop the API serves from) until `probe(browser)` is truthy."""
-    from selenium.common.exceptions import WebDriverException
-
-    def look() -> Any:
-        try:
-            return probe(browser)
-        except WebDriverException:
-            return None
-
-    return await eventually(lambda: asyncio.to_thread(look), bool, timeout=timeout, every=0.1)
-
-
-def find(selector: str) -> Callable[[Any], Any]:
-    from selenium.webdriver.common.by import By
-
-    return lambda browser: browser.find_elements(By.CSS_SELECTOR, selector)
-
-
-def click(selector: str) -> Callable[[Any], bool]:
-    """Find and click in one go (the inbox list is redrawn every few seconds)."""
-    def probe(browser: Any) -> bool:
-        found = find(selector)(browser)
-        if len(found) != 1:
-            return False
-        found[0].click()
-        return True
-    return probe
+pytestmark = NEEDS_CHROMIUM
 
 
 async def screenshot(browser: Any, name: str) -> None:
     """docs/<name>.png, of the page as it is now: the README shows these, so they never go stale."""
     assert await asyncio.to_thread(browser.save_screenshot, str(DOCS / name))
-
-
-def text_of(selector: str) -> Callable[[Any], str]:
-    return lambda browser: " ".join(e.text for e in find(selector)(browser))
 
 
 async def sign_in(browser: Any, api: Api, person: str) -> None:
@@ -323,3 +269,35 @@ async def test_event_numbers_past_nine_show_whole_at_any_width(api: Api, browser
     assert shown["scroll"] <= shown["client"], shown
     assert any(int(number["id"]) >= 10 for number in shown["numbers"]), shown
     assert all(number["text"] == number["id"] and number["inside"] for number in shown["numbers"]), shown
+
+
+async def test_on_a_phone_the_card_is_one_column_with_large_targets(api: Api, browser: Any) -> None:
+    """A phone's screen (390 x 844 CSS pixels, touch): the list and the card stacked, nothing wider
+    than the screen, every button and field at least 44 px high and text fields at 16 px, which
+    phones do not zoom into when focused."""
+    await asyncio.to_thread(browser.execute_cdp_cmd, "Emulation.setDeviceMetricsOverride",
+                            {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True})
+    await asyncio.to_thread(browser.execute_cdp_cmd, "Emulation.setTouchEmulationEnabled", {"enabled": True})
+    started = await api.start("ana", "please delete notes.txt", participants=["bob"])
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+    await sign_in(browser, api, "bob")
+    await until(browser, click(f'button.item[data-session="{session}"]'))
+    card = f'.pending-item[data-call="{call}"]'
+    await until(browser, find(f"{card} button.approve"))
+    shown = await asyncio.to_thread(browser.execute_script, """
+        const box = (element) => element.getBoundingClientRect();
+        const targets = [...document.querySelectorAll(
+          "#detail button, #detail input:not([type=checkbox]):not([type=hidden]), #detail textarea, #detail select")]
+          .filter((element) => element.offsetParent !== null);
+        return { inner: window.innerWidth, scroll: document.documentElement.scrollWidth,
+                 list: box(document.getElementById("list")), detail: box(document.getElementById("detail")),
+                 small: targets.filter((element) => box(element).height < 44).map((element) => element.outerHTML.slice(0, 80)),
+                 fonts: targets.filter((element) => element.tagName !== "BUTTON")
+                   .map((element) => parseFloat(getComputedStyle(element).fontSize)),
+                 count: targets.length };""")
+    assert shown["inner"] == 390, f"the page lays out wider than the phone's 390 px: {shown}"
+    assert shown["scroll"] <= shown["inner"], f"the page is wider than the phone: {shown}"
+    assert shown["detail"]["top"] >= shown["list"]["bottom"], f"the card is beside the list, not under it: {shown}"
+    assert shown["count"] >= 3 and shown["small"] == [], shown
+    assert shown["fonts"] and min(shown["fonts"]) >= 16, shown
+    await screenshot(browser, "web-phone.png")

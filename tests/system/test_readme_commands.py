@@ -69,6 +69,7 @@ GUIDED_SECTION = "### 2. The same, piece by piece"
 DEMO_SECTION = "### 1. The demo"
 INBOX_SECTION = "## Who waits for whom: the inbox, and following a session live"
 API_SECTION = "### 3. People anywhere: the web inbox and the HTTP API"  # run by tests/integration/test_api_readme.py
+AG_UI_SECTION = "## AG-UI: `POST /ag-ui`"  # run by tests/integration/test_ag_ui.py
 STORY_SECTIONS = (GUIDED_SECTION, "## Driving a session with the `temporal` CLI alone", INBOX_SECTION, API_SECTION)
 DEV_SERVER = ("temporal server start-dev --db-filename .hitl/server.db --search-attribute HitlState=Keyword "
               "--search-attribute HitlPendingTools=KeywordList --search-attribute HitlWaitingSince=Datetime "
@@ -77,6 +78,7 @@ DEV_SERVER = ("temporal server start-dev --db-filename .hitl/server.db --search-
 MCP_TOOLS = "HITL_MCP_CONFIG=mcp.json python starter.py tools"
 MCP_WORKER = "HITL_MCP_CONFIG=mcp.json python worker.py"
 PUBLIC_KEY = "python -m hitl.decision_keys public"
+EMAIL_LINK_KEY = "python -m hitl.decision_keys email-link"
 IN_DEPTH = ("## Human in the loop, in depth", "## Built-in tools")
 NOT_RUN = {
     """python -c 'import base64,os; print("whsec_" + base64.b64encode(os.urandom(24)).decode())'""":
@@ -921,8 +923,10 @@ def processes_in(folder: Path) -> list[str]:
 # ------------------------------------------------------------------ the list itself
 
 def test_every_printed_command_is_run_or_excused() -> None:
-    run_elsewhere = {DEMO_COMMAND, DEMO_HELP, LOCAL_MODEL_WORKER, OWN_TOOLS_WORKER, MCP_TOOLS, MCP_WORKER, PUBLIC_KEY}
-    stories = [c for heading in STORY_SECTIONS for block in bash_blocks(section(heading)) for c in command_lines(block)]
+    run_elsewhere = {DEMO_COMMAND, DEMO_HELP, LOCAL_MODEL_WORKER, OWN_TOOLS_WORKER, MCP_TOOLS, MCP_WORKER, PUBLIC_KEY,
+                     EMAIL_LINK_KEY}
+    stories = [c for heading in (*STORY_SECTIONS, AG_UI_SECTION) for block in bash_blocks(section(heading))
+               for c in command_lines(block)]
     in_depth = [c for commands in blocks() for c, _ in commands]
     run = {normalised(c) for c in [*stories, *in_depth, *run_elsewhere]}
     unaccounted = [c for c in printed_commands() if c not in run and c not in NOT_RUN]
@@ -995,3 +999,25 @@ def test_the_printed_public_key_is_the_one_that_verifies_the_apis_proofs(tmp_pat
     signer_id, key = decision_keys.signing_key()
     proof = sign_decision(key, signer_id, session_id="s", call_id="c", action="approve", by="ana", args_sha256="x")
     assert verify_decision(proof, {key_id: public}, datetime.now(timezone.utc)).by == "ana"
+
+
+def test_the_printed_email_link_key_makes_links_the_api_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker given the printed HITL_EMAIL_LINK_KEY makes links the API (holding the signing key) reads;
+    the printed key is not the signing seed."""
+    import base64
+
+    from hitl import decision_keys
+    from hitl.email_links import LinkClaims, make_link_token, read_link_token
+
+    seed = base64.b64encode(bytes(range(32))).decode()
+    environment = {**os.environ, "HITL_SIGNING_KEY": f"k1:{seed}", "HITL_KEYS_DIR": str(tmp_path)}
+    printed = subprocess.run([sys.executable, *EMAIL_LINK_KEY.split()[1:]], cwd=ROOT, env=environment,
+                             capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+    assert printed != seed
+    monkeypatch.delenv("HITL_SIGNING_KEY", raising=False)
+    monkeypatch.setenv("HITL_KEYS_DIR", str(tmp_path / "none"))
+    monkeypatch.setenv("HITL_EMAIL_LINK_KEY", printed)
+    claims = LinkClaims(person="ana", session_id="s", call_id="c", args_sha256="x", verb="approve", expires=2**40, mail="m")
+    token = make_link_token(decision_keys.worker_email_link_key(), claims)
+    monkeypatch.setenv("HITL_SIGNING_KEY", f"k1:{seed}")
+    assert read_link_token(decision_keys.email_link_key(), token, now=0) == claims

@@ -29,6 +29,10 @@ def test_the_documented_file_is_read_whole() -> None:
     ('{"webhooks": [{"url": "https://x.example", "secret": "whsec_abc"}]}', "webhooks.0.secret"),
     ('{"email": {"smtp_url": "https://mail.example", "from": "a@example.com"}}', "email.smtp_url"),
     ('{"email": {"smtp_url": "smtp://mail.example", "from": "nobody"}}', "email.from"),
+    ('{"email": {"smtp_url": "smtp://mail.example", "from": "a@example.com"}}', "email needs public_url"),
+    ('{"public_url": "https://h.example", "email": {"smtp_url": "smtp://m.example", "from": "a@example.com", '
+     '"password_env": "SMTP_PASSWORD"}}', "not set in the environment: SMTP_PASSWORD"),
+    ('{"people": {"ana": {"email": "ana@example.com, eve@example.com"}}}', "people.ana.email"),
     ('{"public_url": "hitl.example.com"}', "public_url"),
     ('{"slack": {"bot_token_env": "SLACK_BOT_TOKEN", "signing_secret_env": "SLACK_SIGNING_SECRET", "channel": ""}}',
      "slack.channel"),

@@ -1,7 +1,7 @@
 """docs/interface.md says what the code does: its tables are read here and compared with the code.
 
-Signals, Updates and queries with workflows/contract.py, the session's input keys with its input
-model, the HTTP routes with the FastAPI app's, and the environment variables with every
+Signals, Updates and queries with workflows/contract.py (the status and pending answers with its
+models), the session's input keys with its input model, the HTTP routes with the FastAPI app's, and the environment variables with every
 `HITL_*`, `TEMPORAL_*` and `OPENAI_*` name in the product's source, each both ways: a name the
 code gains and the page lacks fails here, and so does one the page keeps after the code dropped it.
 """
@@ -52,6 +52,15 @@ def test_the_signals_and_their_updates_are_the_contracts() -> None:
 def test_the_queries_are_the_contracts() -> None:
     documented = {name for row in table_after("**Queries**") for name in names_in(row[0])}
     assert documented == {query.name for query in contract.QUERIES}
+
+
+def test_the_status_and_pending_answers_list_the_contracts_fields() -> None:
+    """Every field of SessionStatus and PendingItem, and no other, in the queries' table (the
+    input schema is never sent; `approving` and `at_deadline` are the HTTP API's, in its table)."""
+    keys = re.compile(r'(?<!: )(?<!or )"([a-z_0-9]+)"')  # not a value: `"kind": "approval" or "question"`
+    answers = {row[0]: set(keys.findall(row[1])) for row in table_after("**Queries**")}
+    assert answers["`status`"] == set(contract.SessionStatus.model_fields)
+    assert answers["`pending`"] == set(contract.PendingItem.model_fields) - {"input_schema", "approving", "at_deadline"}
 
 
 def test_the_input_keys_are_the_input_models() -> None:

@@ -8,7 +8,11 @@ An AST walk over every import statement, lazy ones inside functions included:
   `hitl.client`, `hitl.cli`);
 - `hitl.client` is what both faces sit on: it imports neither of them (nor `hitl.cli`);
 - `hitl.api` and `hitl.console` never import each other;
-- nothing imports the entry points `worker.py` and `starter.py`.
+- the worker (`hitl.worker`) never imports the faces: it runs where no person does;
+- nothing imports the entry points `worker.py` and `starter.py`;
+- no cycle: no module of the product imports itself through others;
+- the product (not its tests) imports only the SDK's public modules: a private one
+  (`temporalio.worker._command_aware_visitor`) may change in any release.
 
 `python -m tests.unit.test_layers` prints every wrong-way import and their count.
 """
@@ -86,6 +90,9 @@ def broken_rule(found: Import) -> str | None:
             return "workflows imports only workflows and hitl.catalog"
         if top not in PROJECT and top not in sys.stdlib_module_names and top not in WORKFLOW_THIRD_PARTY:
             return "workflows imports only the standard library, pydantic, temporalio and cryptography"
+    if (top == "temporalio" and not within(importer, "tests", "bench")
+            and any(part.startswith("_") for part in imported.split("."))):
+        return "the product imports only the SDK's public modules"
     if within(importer, "activities") and within(imported, *FACES):
         return "activities never import hitl.api, hitl.console, hitl.client or hitl.cli"
     if within(importer, "hitl.client") and within(imported, "hitl.api", "hitl.console", "hitl.cli"):
@@ -94,6 +101,8 @@ def broken_rule(found: Import) -> str | None:
         return "hitl.api never imports hitl.console"
     if within(importer, "hitl.console") and within(imported, "hitl.api"):
         return "hitl.console never imports hitl.api"
+    if importer == "hitl.worker" and within(imported, *FACES):
+        return "the worker never imports hitl.api, hitl.console, hitl.client or hitl.cli"
     return None
 
 
@@ -115,6 +124,59 @@ def test_no_import_goes_the_wrong_way() -> None:
     assert not wrong, "\n".join(f"{found}  ({rule})" for found, rule in wrong)
 
 
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected parts of more than one module (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, edges = work[-1]
+            following = next((edge for edge in edges if edge in graph), None)
+            if following is not None:
+                if following not in index:
+                    index[following] = low[following] = len(index)
+                    stack.append(following)
+                    work.append((following, iter(sorted(graph[following]))))
+                elif following in stack:
+                    low[node] = min(low[node], index[following])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                part = stack[stack.index(node):]
+                del stack[stack.index(node):]
+                if len(part) > 1:
+                    cycles.append(sorted(part))
+    return cycles
+
+
+def product_import_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in source_files():
+        importer = module_name(path)
+        if within(importer, "workflows", "activities", "hitl") or importer in ENTRY_POINTS:
+            graph[importer] = {found.imported for found in imports_of(path) if found.imported != importer}
+    return graph
+
+
+def test_no_import_cycle_among_the_products_modules() -> None:
+    cycles = import_cycles(product_import_graph())
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(cycle) for cycle in cycles)
+
+
+def test_a_cycle_is_seen() -> None:
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
 @pytest.mark.parametrize(("importer", "imported", "rule"), [
     ("workflows.pauses", "hitl.settings", "workflows imports only workflows and hitl.catalog"),
     ("workflows.pauses", "httpx", "workflows imports only the standard library, pydantic, temporalio and cryptography"),
@@ -124,6 +186,8 @@ def test_no_import_goes_the_wrong_way() -> None:
     ("hitl.console.chat", "hitl.api.app", "hitl.console never imports hitl.api"),
     ("bench.load", "worker", "nothing imports the entry points worker.py and starter.py"),
     ("tests.integration.test_inbox", "starter", "nothing imports the entry points worker.py and starter.py"),
+    ("hitl.worker", "hitl.console.startup", "the worker never imports hitl.api, hitl.console, hitl.client or hitl.cli"),
+    ("hitl.sandbox_runner", "temporalio.worker._command_aware_visitor", "the product imports only the SDK's public modules"),
 ])
 def test_each_rule_catches_what_it_forbids(importer: str, imported: str, rule: str) -> None:
     assert broken_rule(Import(importer, imported, "x.py:1")) == rule
@@ -136,6 +200,7 @@ def test_each_rule_catches_what_it_forbids(importer: str, imported: str, rule: s
     ("hitl.console.chat", "hitl.client.events"),
     ("hitl.cli", "hitl.api.app"),
     ("tests.conftest", "hitl.worker"),
+    ("hitl.plugin", "temporalio.worker.workflow_sandbox"),
 ])
 def test_the_allowed_directions_pass(importer: str, imported: str) -> None:
     assert broken_rule(Import(importer, imported, "x.py:1")) is None

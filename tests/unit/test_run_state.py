@@ -57,6 +57,18 @@ def test_what_an_earlier_run_handed_over_reads_back_as_it_was_written(carried: d
     assert len(state.messages) == len(carried["messages"]) and len(state.inbox) == len(carried.get("inbox", []))
 
 
+def test_a_state_written_before_the_event_stream_and_verified_decisions_reads_with_both_unset() -> None:
+    """An earlier build wrote no `events` or `verifier`, or nulls: read, the state has an empty event
+    log and leaves `verifier` unset, so the run that resumes it gives it the verifier its own start
+    input asks for (Continuing.resume) rather than one that asks for nothing."""
+    base = {"messages": [], "turn": 1, "total_steps": 1}
+    for written in ({}, {"events": None, "verifier": None}):
+        state = RunState.model_validate({**base, **written})
+        assert "verifier" not in state.model_fields_set and state.events == EventLog()
+    carried = RunState.model_validate({**base, "verifier": {"required": True}})
+    assert "verifier" in carried.model_fields_set and carried.verifier.required
+
+
 def a_long_session() -> RunState:
     state = RunState(messages=[], turn=7, total_steps=40, steps=3, inbox=[UserMessage(text="next", by="ana")],
                      events=EventLog(), in_turn=True, speaker="ana", last_answer="done", error="a problem",

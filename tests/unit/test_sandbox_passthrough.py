@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl.worker import PURE_MODULES, SANDBOX, WORKFLOW_MODULES
+from hitl.plugin import PURE_MODULES, SANDBOX, WORKFLOW_MODULES
 
 pytestmark = pytest.mark.unit
 

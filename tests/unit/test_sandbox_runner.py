@@ -20,7 +20,7 @@ from temporalio.worker.workflow_sandbox._runner import _fake_info
 
 from hitl.sandbox_runner import ANSWERED, ContextFreeSandbox, _ContextFree, fits_this_sdk, ignores_context
 from hitl.settings import DATA_CONVERTER, data_converter
-from hitl.worker import SANDBOX, workflow_runner
+from hitl.plugin import SANDBOX, workflow_runner
 from workflows.agent import AgentWorkflow
 
 pytestmark = pytest.mark.unit

@@ -6,7 +6,9 @@
 const TOKEN_KEY = "hitl-api-token";
 const INBOX_EVERY_MS = 5000;
 // `signedIn` counts sign-ins: an answer that arrives after its person signed out belongs to nobody.
-const state = { session: null, source: null, lastEventId: null, inboxTimer: null, signedIn: 0 };
+// `csrf`: set while signed in through the organisation's sign-in (an HttpOnly cookie the page never
+// reads), sent with every request; with an API token instead, the token goes in Authorization.
+const state = { session: null, source: null, lastEventId: null, inboxTimer: null, signedIn: 0, csrf: null };
 
 const $ = (id) => document.getElementById(id);
 
@@ -26,19 +28,21 @@ function el(tag, attributes = {}, ...children) {
 }
 
 function token() { return sessionStorage.getItem(TOKEN_KEY); }
+function signedInNow() { return Boolean(token() || state.csrf); }
 
 async function api(method, path, body) {
   const asked = state.signedIn;
   const response = await fetch(path, {
     method,
-    headers: { "Authorization": `Bearer ${token()}`, ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
+    headers: { ...(state.csrf ? { "X-CSRF-Token": state.csrf } : { "Authorization": `Bearer ${token()}` }),
+               ...(body === undefined ? {} : { "Content-Type": "application/json" }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   let data = null;
   try { data = await response.json(); } catch (_) { /* no body */ }
   // Asked for someone who has signed out since: never settles, so nothing of theirs is drawn.
   if (asked !== state.signedIn) return new Promise(() => {});
-  if (response.status === 401) signOut("That token was refused: " + reason(data));
+  if (response.status === 401) signOut((state.csrf ? "Your sign-in has ended: " : "That token was refused: ") + reason(data));
   return { ok: response.ok, status: response.status, data };
 }
 
@@ -55,6 +59,9 @@ const path = (...parts) => "/" + parts.map(encodeURIComponent).join("/");
 // Signing out leaves nothing of the person on the page: no token, no stream, no card, row or event.
 function signOut(message) {
   sessionStorage.removeItem(TOKEN_KEY);
+  // The server ends the session the cookie names and clears the cookie.
+  if (state.csrf) fetch("/auth/sign-out", { method: "POST", headers: { "X-CSRF-Token": state.csrf } });
+  state.csrf = null;
   state.signedIn += 1;
   closeStream();
   clearInterval(state.inboxTimer);
@@ -118,7 +125,7 @@ function callText(item) {
 }
 
 async function refreshInbox() {
-  if (!token()) return;
+  if (!signedInNow()) return;
   const answer = await api("GET", "/inbox?claimed=true");
   if (!answer.ok) { $("inbox-error").textContent = reason(answer.data); return; }
   $("inbox-error").textContent = "";
@@ -497,6 +504,7 @@ function onEvent(message, sessionId) {
 
 document.addEventListener("DOMContentLoaded", () => {
   $("token-form").addEventListener("submit", (submitted) => {
+    state.csrf = null;
     submitted.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
     $("token").value = "";
@@ -505,5 +513,11 @@ document.addEventListener("DOMContentLoaded", () => {
   $("sign-out").addEventListener("click", () => signOut(""));
   $("show-pending").addEventListener("click", showPending);
   $("show-transcript").addEventListener("click", showTranscript);
-  if (token()) signIn(); else signOut("");
+  if (token()) { signIn(); return; }
+  fetch("/auth/session").then(async (answer) => {
+    const data = await answer.json().catch(() => ({}));
+    $("sso").hidden = !data.sign_in;
+    if (answer.ok) { state.csrf = data.csrf; signIn(); return; }
+    signOut("");
+  });
 });

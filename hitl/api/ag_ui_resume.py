@@ -1,0 +1,117 @@
+"""An AG-UI run's `resume` entries as decisions on the pauses its previous run ended with.
+
+Each entry names an interrupt (a pause's call id) and carries what the pause's
+`responseSchema` allows: `{"decision": "approve" | "reject" | "answer", ...}`
+with the fields of the API's own approve, reject and answer bodies; an entry
+with status `cancelled` rejects the call, so an abandoned approval never runs.
+Every entry is checked first (its access, as `allowed_on_call` grants it, and
+its shape), and only then are they decided, each through `decide()`: an entry
+for an unknown or settled call decides nothing at all. An entry whose call this
+person already decided the same way is acknowledged again, not decided twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ag_ui.core import CustomEvent, ResumeEntry
+from fastapi import HTTPException, Request
+from pydantic import BaseModel, ValidationError
+
+from hitl.api.calls import AnswerBody, ApproveBody, RejectBody, Verb, decide, given
+from hitl.api.gateway import temporal
+from hitl.api.guard import Grant, allowed_on_call
+from hitl.api.ag_ui_events import DECISIONS
+from hitl.client.sessions import read_all
+from workflows.contract import AUDIT_PAGE
+from workflows.forms import check_answer, describe_validation_error
+
+BODIES: dict[str, type[BaseModel]] = {"approve": ApproveBody, "reject": RejectBody, "answer": AnswerBody}
+# The audit's record of each decision (workflows/recorder.py, AUDIT_EVENT).
+RECORDED_AS = {"approve": ("approved", "edited"), "reject": ("rejected",), "answer": ("answered",)}
+ARTICLE = {"approval": "an"}
+ABANDONED = "abandoned through AG-UI (resume status cancelled)"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What one resume entry asks: this verb, with these fields, on this call."""
+
+    call_id: str
+    verb: Verb
+    fields: dict[str, Any]
+
+
+def resolution_of(entry: ResumeEntry) -> Resolution:
+    """The entry as a decision, or 422 saying what its payload lacks."""
+    call_id = entry.interrupt_id
+    if entry.status == "cancelled":
+        return Resolution(call_id, "reject", {"reason": ABANDONED})
+    payload = entry.payload
+    if not isinstance(payload, dict) or payload.get("decision") not in BODIES:
+        raise HTTPException(422, f"resume {call_id}: the payload must be an object with \"decision\": "
+                                 "\"approve\", \"reject\" or \"answer\" (the interrupt's responseSchema)")
+    verb: Verb = payload["decision"]
+    rest = {key: value for key, value in payload.items() if key != "decision"}
+    try:
+        body = BODIES[verb].model_validate(rest)
+    except ValidationError as error:
+        raise HTTPException(422, f"resume {call_id}: {describe_validation_error(error)}") from None
+    return Resolution(call_id, verb, {"answer": body.answer} if verb == "answer" else given(body))  # type: ignore[attr-defined]
+
+
+async def decide_resumed(request: Request, session_id: str, person: str, entries: list[ResumeEntry]) -> list[CustomEvent]:
+    """Decide every entry, each as the caller; a `hitl.resume` event per entry says what came of it."""
+    plans = [resolution_of(entry) for entry in entries]
+    named = [plan.call_id for plan in plans]
+    if len(set(named)) < len(named):
+        raise HTTPException(422, "resume names one interrupt twice: which entry counts is ambiguous")
+    checked: list[tuple[Resolution, Grant | None]] = []
+    for plan in plans:
+        try:
+            grant = await allowed_on_call(plan.verb)(request, session_id, plan.call_id, person)
+        except HTTPException as refusal:
+            if refusal.status_code in (404, 409) and await decided_already(request, session_id, plan, person):
+                checked.append((plan, None))
+                continue
+            raise HTTPException(refusal.status_code, f"resume {plan.call_id}: {refusal.detail}") from None
+        fits(plan, grant.item or {})
+        checked.append((plan, grant))
+    notes = []
+    for plan, grant in checked:
+        outcome: dict[str, Any] = {"already_decided": True}
+        if grant is not None:
+            try:
+                outcome = await decide(request, session_id, plan.call_id, plan.verb, grant, plan.fields, via="ag-ui")
+            except HTTPException as refusal:
+                if refusal.status_code != 409 or not await decided_already(request, session_id, plan, person):
+                    raise HTTPException(refusal.status_code, f"resume {plan.call_id}: {refusal.detail}") from None
+        notes.append(CustomEvent(name="hitl.resume", value={
+            "interruptId": plan.call_id, "decision": plan.verb, "by": person,
+            **{key: value for key, value in outcome.items() if key in ("outcome", "already_decided", "approvals")},
+        }))
+    return notes
+
+
+def fits(plan: Resolution, item: dict[str, Any]) -> None:
+    """The decision suits the pause (checked before anything is decided): the session would refuse
+    it, but only after the entries before it were decided."""
+    kind = str(item.get("kind") or "approval")
+    allowed = DECISIONS.get(kind, [])
+    if plan.verb not in allowed:
+        raise HTTPException(422, f"resume {plan.call_id}: {ARTICLE.get(kind, 'a')} {kind} is decided with "
+                                 f"{' or '.join(allowed)}, not {plan.verb}")
+    if plan.verb == "answer":
+        try:
+            check_answer(plan.fields["answer"], item.get("choices"), item.get("fields"))
+        except ValueError as problem:
+            raise HTTPException(422, f"resume {plan.call_id}: {problem}") from None
+
+
+async def decided_already(request: Request, session_id: str, plan: Resolution, person: str) -> bool:
+    """Whether the audit shows this person deciding this call this way (the entry was sent before).
+    It names only the person's own decision, so it tells them nothing they did not do."""
+    trail = await read_all(await temporal(request).get(), session_id, AUDIT_PAGE.name, "events")
+    return any(event.get("call_id") == plan.call_id and event.get("by") == person
+               and event.get("event") in RECORDED_AS[plan.verb] for event in trail)

@@ -1,0 +1,104 @@
+// A real OpenID provider for the single sign-on tests (tests/support/openid.py starts it):
+// panva's certified oidc-provider, issuing JWT access tokens (RFC 9068) for resource indicators.
+//
+//   PORT=<port> [ISSUER_PATH=/] [KEYS='{"keys":[...private JWKs...]}'] node oidc_provider.mjs
+//
+// Accounts: any login name at the provider's development login form; ana, bob and carol have
+// an email and groups. Clients: "inbox" (public, PKCE) and "short-lived" (tokens for 6 seconds),
+// both redirecting to REDIRECT_URI, and "web", the web inbox of an API on any loopback port. POST /test/rotate makes a new signing key the one in use (the
+// old one stays published for the tokens it signed). On start it prints one JSON line:
+// {"issuer": ..., "keys": {...the private key set, for a second provider with the same keys...}}.
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import http from 'node:http';
+
+import Provider from 'oidc-provider';
+
+const port = Number(process.env.PORT);
+const issuer = `http://127.0.0.1:${port}`;
+const redirectUri = process.env.REDIRECT_URI || 'http://127.0.0.1/callback';
+const audiences = ['https://hitl.test/api', 'https://elsewhere.test/api'];
+const people = {
+  ana: { email: 'ana@example.com', groups: ['payments', 'staff'] },
+  bob: { email: 'bob@example.com', groups: ['staff'] },
+  carol: { email: 'carol@example.com', groups: [] },
+};
+
+function newKey() {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return { ...privateKey.export({ format: 'jwk' }), kid: randomUUID(), alg: 'RS256', use: 'sig' };
+}
+
+function claimsOf(accountId) {
+  return { sub: accountId, ...(people[accountId] || {}) };
+}
+
+function configuration(keys) {
+  return {
+    clients: [
+      ...['inbox', 'short-lived'].map((clientId) => ({
+        client_id: clientId,
+        token_endpoint_auth_method: 'none',
+        redirect_uris: [redirectUri],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+      })),
+      // The web inbox of an API on any loopback port (a native client's loopback redirect, RFC 8252).
+      {
+        client_id: 'web',
+        application_type: 'native',
+        token_endpoint_auth_method: 'none',
+        redirect_uris: ['http://127.0.0.1/auth/callback'],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+      },
+    ],
+    jwks: keys,
+    pkce: { required: () => true },
+    scopes: ['openid', 'email', 'api'],
+    claims: { openid: ['sub'], email: ['email'], api: ['groups'] },
+    findAccount: async (ctx, id) => ({ accountId: id, claims: async () => claimsOf(id) }),
+    // The API's person and groups ride in its access token.
+    extraTokenClaims: async (ctx, token) => {
+      if (!token.accountId) return undefined;
+      const { email, groups } = claimsOf(token.accountId);
+      return { email, groups };
+    },
+    features: {
+      devInteractions: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: async () => audiences[0],
+        useGrantedResource: async () => true,
+        getResourceServerInfo: async (ctx, resource, client) => {
+          if (!audiences.includes(resource)) throw new Provider.errors.InvalidTarget();
+          return {
+            scope: 'api',
+            audience: resource,
+            accessTokenFormat: 'jwt',
+            accessTokenTTL: client.clientId === 'short-lived' ? 6 : 3600,
+            jwt: { sign: { alg: 'RS256' } },
+          };
+        },
+      },
+    },
+  };
+}
+
+let keys = process.env.KEYS ? JSON.parse(process.env.KEYS) : { keys: [newKey()] };
+let provider = new Provider(issuer, configuration(keys));
+
+const server = http.createServer((req, res) => {
+  if (req.method === 'POST' && req.url === '/test/rotate') {
+    // The new key first: the provider signs with the first key of an algorithm.
+    keys = { keys: [newKey(), ...keys.keys] };
+    provider = new Provider(issuer, configuration(keys));
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ kid: keys.keys[0].kid }));
+    return;
+  }
+  provider.callback()(req, res);
+});
+
+server.listen(port, '127.0.0.1', () => {
+  process.stdout.write(`${JSON.stringify({ issuer, keys })}\n`);
+});

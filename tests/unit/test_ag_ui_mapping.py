@@ -1,0 +1,67 @@
+"""What AG-UI is told about a session's pauses and events, and what its resume entries decide: the
+mapping alone (hitl/api/ag_ui_events.py, hitl/api/ag_ui_resume.py); tests/integration/test_ag_ui.py
+drives it with the official client."""
+
+from __future__ import annotations
+
+import pytest
+from ag_ui.core import ResumeEntry
+from fastapi import HTTPException
+
+from hitl.api.ag_ui_events import Translator, interrupt_of
+from hitl.api.ag_ui_resume import ABANDONED, Resolution, resolution_of
+from hitl.client.events import SessionEvent
+
+APPROVAL = {"call_id": "call_1", "kind": "approval", "tool": "delete_file", "args": {"path": "notes.txt"},
+            "deadline": "2026-12-24T10:00:00Z"}
+FORM = {"call_id": "call_2", "kind": "question", "tool": "ask_user_question", "args": {}, "question": "When?",
+        "fields": [{"name": "date", "type": "date"}, {"name": "class", "type": "enum", "choices": ["economy", "business"]},
+                   {"name": "seats", "type": "integer", "required": False}]}
+
+
+def test_an_approval_is_an_interrupt_that_may_approve_with_edited_args_or_reject() -> None:
+    interrupt = interrupt_of(APPROVAL)
+    assert (interrupt.id, interrupt.tool_call_id, interrupt.reason) == ("call_1", "call_1", "tool_approval")
+    assert interrupt.expires_at == "2026-12-24T10:00:00Z"
+    schema = interrupt.response_schema or {}
+    assert schema["required"] == ["decision"] and schema["additionalProperties"] is False
+    assert schema["properties"]["decision"] == {"enum": ["approve", "reject"]}
+    assert set(schema["properties"]) == {"decision", "args", "comment", "reason"}
+    assert interrupt.message == "approve delete_file: deletes notes.txt now"
+
+
+def test_a_question_s_form_is_its_answer_schema() -> None:
+    interrupt = interrupt_of(FORM)
+    assert (interrupt.reason, interrupt.message) == ("input_required", "When?")
+    answer = (interrupt.response_schema or {})["properties"]["answer"]
+    assert answer["properties"] == {"date": {"type": "string", "format": "date"},
+                                    "class": {"enum": ["economy", "business"]}, "seats": {"type": "integer"}}
+    assert answer["required"] == ["date", "class"]
+    choices = interrupt_of({**FORM, "fields": None, "choices": ["yes", "no"]})
+    assert (choices.response_schema or {})["properties"]["answer"] == {"enum": ["yes", "no"]}
+
+
+def test_a_call_is_announced_once_and_a_call_that_ran_unpaused_still_starts_before_its_result() -> None:
+    translate = Translator("s-1", opened={"call_1"})
+    opened = translate.events_for(SessionEvent(id=3, type="pause_opened", data=APPROVAL))
+    assert opened == []  # the run that paused announced it
+    ran = translate.events_for(SessionEvent(id=4, type="tool_result", data={"call_id": "call_9", "tool": "read_file",
+                                                                            "content": "hello"}))
+    assert [event.type.value for event in ran] == ["TOOL_CALL_START", "TOOL_CALL_END", "TOOL_CALL_RESULT"]
+    settled = translate.events_for(SessionEvent(id=5, type="pause_settled", data={"call_id": "call_1"}))
+    assert [(event.type.value, getattr(event, "name", None)) for event in settled] == [("CUSTOM", "hitl.pause_settled")]
+
+
+def test_resume_entries_become_the_api_s_decisions() -> None:
+    def entry(**given: object) -> ResumeEntry:
+        return ResumeEntry.model_validate({"interruptId": "call_1", "status": "resolved", **given})
+
+    assert resolution_of(entry(status="cancelled")) == Resolution("call_1", "reject", {"reason": ABANDONED})
+    assert resolution_of(entry(payload={"decision": "approve", "args": {"path": "a.txt"}})) == Resolution(
+        "call_1", "approve", {"args": {"path": "a.txt"}})
+    assert resolution_of(entry(payload={"decision": "answer", "answer": "Paris"})) == Resolution(
+        "call_1", "answer", {"answer": "Paris"})
+    for payload in (None, {"approved": True}, {"decision": "maybe"}, {"decision": "reject", "args": {}}):
+        with pytest.raises(HTTPException) as refused:
+            resolution_of(entry(payload=payload))
+        assert refused.value.status_code == 422 and str(refused.value.detail).startswith("resume call_1: ")
