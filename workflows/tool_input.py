@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from workflows.agent_parts import AgentParts
 from workflows.limits import clip
 from workflows.patches import TOOL_INPUT_AS_A_PAUSE
 from workflows.planning import PlannedCall
@@ -52,7 +53,7 @@ def asked_input(error: ActivityError) -> AskedInput | str | None:
         return clip(f"its question could not be read ({problem})", 500)
 
 
-class ToolInput:
+class ToolInput(AgentParts):
     """Mixed into AgentWorkflow: the pause for a server's question, and the answered call."""
 
     async def answer_tool_input(self, call_id: str, tool: str, args: dict[str, Any], asked: AskedInput,
@@ -62,13 +63,13 @@ class ToolInput:
             return None, f"Error: {tool} failed: its MCP server asked for input more than {MAX_ROUNDS} times"
         pause_id = f"{call_id}~input{round_}"
         plan = PlannedCall(call_id=pause_id, tool=tool, action="ask", args=args)
-        self.request_person("question", plan, asked=asked)  # type: ignore[attr-defined]
+        self.request_person("question", plan, asked=asked)
         self.tool_inputs_waiting += 1
         try:
-            await self.wait_for_people()  # type: ignore[attr-defined]
+            await self.wait_for_people()
         finally:
             self.tool_inputs_waiting -= 1
-        settlement = self.run_state.pauses.collect(pause_id)  # type: ignore[attr-defined]
+        settlement = self.run_state.pauses.collect(pause_id)
         action = {"answered": "accept", "declined": "decline"}.get(settlement.outcome, "cancel")
         content = settlement.answer if action == "accept" and asked.mode == "form" else None
         return {"key": asked.key, "request_state": asked.request_state, "action": action, "content": content,
