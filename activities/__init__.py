@@ -1,0 +1,1 @@
+"""The activities: the session's doors to the world (the model, tools, MCP servers, notices)."""

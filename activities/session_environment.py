@@ -17,6 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from hitl import decision_keys
 from activities.tools import CATALOG
+from workflows.agents import AgentsError, agents_from_env
 from workflows.contract import SESSION_ENVIRONMENT, SESSION_FACTS, WORKFLOW
 from workflows.policy import PolicyError, policy_from_env
 from workflows.requests import FactsRequest, SessionFacts
@@ -96,6 +97,10 @@ class SessionEnvironment:
         if request.continued_from is not None:
             facts.carried_problem = await self.carried_problem(request.continued_from)
             facts.carried_proven = facts.carried_problem is None
+        try:
+            facts.agents = agents_from_env()
+        except AgentsError as error:  # the worker checked it as it started: changed since
+            return facts.model_copy(update={"policy_problems": [f"the operator's agents cannot be read: {error}"]})
         try:
             policy = policy_from_env()
         except PolicyError as error:

@@ -1,5 +1,7 @@
-"""Slack as a message channel: each pause a card in the Slack of the people who may decide it, and
-the card updated once the pause is settled (docs/interface.md, "Decision channels").
+"""Slack as a message channel: a card per pause for the people who may decide it, updated once settled.
+
+Each pause is a card in the Slack of the people who may decide it, and the card is updated once
+the pause is settled (docs/interface.md, "Decision channels").
 
 It speaks the Web API through slack_sdk's WebClient at the channels file's `api_url`, with the bot
 token from the variable the file names (read when the worker starts; never in history). A pause

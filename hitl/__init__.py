@@ -1,4 +1,4 @@
-"""Everything of the product that is not the top level its users asked for.
+"""The product below its top level: settings, codec, catalog, worker, clients, console and HTTP API.
 
 `workflows/` (the deterministic session), `activities/` (model, tools, MCP),
 `worker.py` and `starter.py` stay at the top; this package holds the rest:

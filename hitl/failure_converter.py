@@ -1,4 +1,4 @@
-"""Failures read without trusting their details.
+"""The failure converter: failures read without trusting their details.
 
 A failure's details are payloads like any other, and anyone who reaches the Temporal frontend
 can fail (or cancel) an activity by its id with details of their choosing. The SDK decodes them

@@ -1,5 +1,7 @@
-"""Is this worker alive and polling? A file the worker rewrites while its pollers run, read by
-`python worker.py --check` (the container's health check).
+"""The worker's heartbeat file: rewritten while its pollers run, read by the health check.
+
+Is this worker alive and polling? The file is read by `python worker.py --check` (the
+container's health check).
 
 Temporal's list of a task queue's pollers keeps a worker for a while after it died, so a check
 that asked the server said "healthy" of a stopped worker. The worker process itself is the only

@@ -32,7 +32,7 @@ PURE_MODULES = (
     "workflows.requests", "workflows.rules", "workflows.session", "workflows.limits", "workflows.handover",
     "workflows.events", "workflows.metrics", "workflows.identity", "workflows.proofs", "workflows.visibility",
     "workflows.policy", "workflows.patches", "workflows.decisions", "workflows.transcript_index",
-    "workflows.contract", "workflows.deciders", "workflows.arity", "hitl.catalog",
+    "workflows.contract", "workflows.deciders", "workflows.arity", "workflows.agents", "hitl.catalog",
 )
 # The workflow's own code: workflows/agent.py and the mixins it is made of. Shared too: importing
 # the mixins again for every session was a tenth of a busy worker's time, and running the
@@ -43,7 +43,7 @@ PURE_MODULES = (
 WORKFLOW_MODULES = (
     "workflows.agent", "workflows.handlers", "workflows.inbound", "workflows.views", "workflows.waiting",
     "workflows.judging", "workflows.starting", "workflows.continuing", "workflows.closing", "workflows.recorder",
-    "workflows.activity_calls", "workflows.agent_parts", "workflows.tool_input",
+    "workflows.activity_calls", "workflows.agent_parts", "workflows.delegating", "workflows.tool_input",
 )
 SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
     "pydantic", "pydantic_core", "annotated_types", "typing_inspection", "cryptography", "jsonschema",

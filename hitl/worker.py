@@ -43,6 +43,7 @@ from hitl.decision_keys import KeyConfigError, worker_email_link_key
 from hitl.exit_cleanly import exit_with
 from hitl.plugin import HitlPlugin
 from hitl.settings import Settings, connect, unreachable
+from workflows.agents import AgentsError, agents_from_env
 from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
 
 
@@ -247,13 +248,16 @@ async def main() -> None:
     try:
         mcp = toolbox_from_env()  # a malformed HITL_MCP_CONFIG stops the worker here, with the reason
         policy = policy_from_env()  # so does a malformed HITL_POLICY
+        agents = agents_from_env()  # and HITL_AGENTS
         channels = channels_from_env()  # and HITL_CHANNELS, or a secret it lacks
         webhooks = signed_webhooks(channels, os.environ)
         message_channels = slack_messages(channels, os.environ)
         message_channels += mail_messages(channels, os.environ, worker_email_link_key)  # or the key of its links
-    except (McpConfigError, PolicyError, ChannelsError, KeyConfigError) as error:
+    except (McpConfigError, PolicyError, AgentsError, ChannelsError, KeyConfigError) as error:
         raise SystemExit(f"worker: {error}") from None
     print(f"worker: operator policy: {describe_policy(policy)}")
+    if agents:
+        print(f"worker: agents (HITL_AGENTS): {', '.join(sorted(agents))}")
     try:
         for line in telemetry.start("hitl-worker", "HITL_METRICS_PORT"):  # before the first client connects
             print(f"worker: {line}")

@@ -83,9 +83,8 @@ class LocalChecks(AgentParts):
         a query meanwhile), and a replay gives it in the marker's task: read there, the length
         differs (22 events live and 18 replayed, in the history kept in tests/histories/races/),
         and a decision on it (hand over, or wait with a timer) went one way live and the other
-        in the replay, which then failed every task. Runs before `history-read-as-of-local-
-        activity-start` (workflows/patches.py) read the current task's figures."""
-        if self.history_as_of is not None and self.behaviours.reads_history_as_of_local_activity_start:
+        in the replay, which then failed every task."""
+        if self.history_as_of is not None:
             return self.history_as_of
         info = workflow.info()
         return HistoryReading(info.get_current_history_length(), info.get_current_history_size())
@@ -143,7 +142,8 @@ def read_result(raw: RawValue | None, result_type: type[T]) -> T:
         value = workflow.payload_converter().from_payload(raw.payload, result_type)
     except Exception as error:
         raise UnreadableResult(f"not a {name}: {clip(f'{type(error).__name__}: {error}', RECORDED_BYTES)}") from None
-    if isinstance(result_type, type) and not isinstance(value, result_type) and workflow.patched(RESULTS_READ_AS_THEIR_TYPE):
+    if isinstance(result_type, type) and not isinstance(value, result_type):
+        workflow.deprecate_patch(RESULTS_READ_AS_THEIR_TYPE)  # where the first supported build wrote its marker
         encoding = raw.payload.metadata.get("encoding", b"").decode(errors="replace")
         raise UnreadableResult(f"not a {name}: its {clip(encoding, 100)!r} payload reads as {type(value).__name__}")
     return value
@@ -158,6 +158,7 @@ def read_reply(raw: RawValue | None) -> ModelReply:
     reply = read_result(raw, ModelReply)
     for call in reply.tool_calls:
         arguments = call.function.arguments
-        if json_well_formed(arguments) != arguments and workflow.patched(RESULTS_READ_AS_THEIR_TYPE):
+        if json_well_formed(arguments) != arguments:
+            workflow.deprecate_patch(RESULTS_READ_AS_THEIR_TYPE)  # likewise
             raise UnreadableResult(f"the arguments of call {clip(call.id, 100)!r} hold a lone surrogate")
     return reply

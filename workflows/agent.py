@@ -38,6 +38,7 @@ from workflows.activity_calls import (
     MODEL_CALL, TOOL_CALL, LocalChecks, UnreadableResult, failure_message, read_reply, read_result,
 )
 from workflows.closing import Closing
+from workflows.delegating import ChildPausesTable, Delegating
 from workflows.continuing import Continuing
 from workflows.conversation import ChatMessage, Conversation, ModelReply, message_sha256
 from workflows.events import EventLog
@@ -73,8 +74,8 @@ class ToolOutcome(BaseModel):
 
 
 @workflow.defn(name=WORKFLOW)
-class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, ToolInput, Continuing, Closing, Views, Recorder,
-                    LocalChecks):
+class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPausesTable, Waiting, ToolInput, Continuing,
+                    Closing, Views, Recorder, LocalChecks):
     @workflow.init
     def __init__(self, request: RawValue = None) -> None:  # type: ignore[assignment]  # none sent: refused below
         self.setup_error: str | None = None
@@ -92,7 +93,6 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, ToolInput, Co
         self.closed_reason: str | None = None
         self.notifications_in_flight = 0
         self.notices_in_flight: dict[str, int] = {}  # by call id: a `settled` notice waits for them
-        self.hands_over_anywhere = False
         self.hand_over_blocked = False
         self.tool_inputs_waiting = 0  # tool calls waiting for a person to answer their server (tool_input.py)
         self.handing_over = False
@@ -100,15 +100,13 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, ToolInput, Co
         self.waiters: list[int] = []  # wait_until_settled calls still waiting, oldest first
         self.waiters_seen = 0
         self.publisher = Publisher()
-        self.edit_regexes = False  # set in run() for histories recorded before EDITS_WITHOUT_REGEXES
-        self.verdicts_locally = True  # likewise, VERDICTS_BY_LOCAL_ACTIVITY
-        self.verdicts_cached = True  # likewise, VERDICTS_CACHED_PER_RUN
-        # The local activity's verdict (arguments aside) on tools it said run without asking, this run.
-        self.judged_auto_run: dict[str, dict[str, Any]] = {}
-        self.authorized = True  # likewise, AUTHORIZATION_MODEL
         self.behaviours = Behaviours()
         self.validating = False  # inside an Update's validator, which may command nothing
         self.reusable_runs: dict[str, tuple[dict[str, Any], datetime]] = {}  # tool -> (verdict, judged at)
+        self.agents = {}  # learnt as the run starts (learn_environment), on runs since SUB_AGENTS
+        self.reports_in_flight = 0  # signals to other sessions of the tree not yet delivered
+        self.last_report: list[dict[str, Any]] = []  # what a child last told its parent waits in it
+        self.last_sent: asyncio.Future[None] | None = None  # the newest of those signals (sent in order)
         if carried is not None:
             self.resume(carried)
 
@@ -123,18 +121,11 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, ToolInput, Co
     async def run(self, request: RawValue = None) -> SessionSummary:  # type: ignore[assignment]
         if self.setup_error:
             raise ApplicationError(self.setup_error, type="InvalidSessionInput", non_retryable=True)
-        self.behaviours = behaviours = Behaviours.at_run_start()  # see workflows/patches.py
-        self.hands_over_anywhere = behaviours.hands_over_anywhere
-        self.edit_regexes = not behaviours.edits_without_regexes
-        self.verdicts_locally = behaviours.verdicts_by_local_activity
-        self.verdicts_cached = behaviours.verdicts_cached_per_run
-        self.authorized = behaviours.authorization_model
-        if self.authorized:
-            self.run_state.verifier.bound = True
-        if self.hands_over_anywhere and workflow.info().continued_run_id is None:
+        self.behaviours = Behaviours.at_run_start()  # see workflows/patches.py
+        self.run_state.verifier.bound = True
+        if workflow.info().continued_run_id is None:
             await self.check_tool_names()
-        if behaviours.publishes_and_verifies:
-            await self.learn_environment()
+        await self.learn_environment()
         try:
             if self.run_state.in_turn:  # this run continues a turn the previous run was in
                 await self.guarded(self.run_turn(resumed=True))
@@ -148,6 +139,8 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, ToolInput, Co
                               last_answer=self.run_state.last_answer)
 
     async def next_user_turn(self) -> bool:
+        if self.answered_its_task():  # a child session answers one task
+            return False
         if self.run_state.turn:
             self.set_state("idle")
         if self.run_state.idle_until is None:
@@ -210,10 +203,8 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, ToolInput, Co
                 self.run_state.last_answer = reply.content or ""
                 self.run_state.events.add("answer", workflow.now(), text=self.run_state.last_answer)
                 break
-            if self.verdicts_locally:
-                reply = await self.judge_calls(reply)
-            self.run_state.step = Step(plans=plan_reply(
-                reply, self.offered, self.config, self.behaviours.proves_carried_state_and_binds_policy_floor))
+            reply = await self.judge_by_worker(reply)
+            self.run_state.step = Step(plans=plan_reply(reply, self.offered, self.config))
             for plan in self.run_state.step.plans:
                 self.open_pause_if_needed(plan)
             await self.finish_step()
@@ -327,6 +318,10 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Waiting, ToolInput, Co
 
     async def run_tool(self, call_id: str, tool: str, args: dict[str, Any],
                        answered: dict[str, Any] | None = None) -> ToolOutcome:
+        if tool in self.delegates():  # an agent's answer, from a child session: output like a tool's
+            text = await self.delegate(tool, args)
+            self.output_entered(tool, call_id)
+            return ToolOutcome(text=text, ran=not text.startswith("Error:"))
         invocation = ToolInvocation(session_id=workflow.info().workflow_id, call_id=call_id, tool=tool, args=args,
                                     input=answered)
         try:

@@ -18,12 +18,14 @@ AgentWorkflow.__init__.
 from __future__ import annotations
 
 from datetime import datetime
+import asyncio
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, TypeVar
 
 if TYPE_CHECKING:  # declarations only; the mixins' modules import this one
     from temporalio.common import RawValue
 
     from hitl.catalog import ToolSpec
+    from workflows.agents import AgentSpec, ForwardedToChild
     from workflows.contract import SessionStatus
     from workflows.handover import RunState
     from workflows.patches import Behaviours
@@ -69,17 +71,16 @@ class AgentParts:
     waiters_seen: int
     publisher: Publisher
     validating: bool  # inside an Update's validator, which may command nothing
-    judged_auto_run: dict[str, dict[str, Any]]  # tool -> the local activity's verdict "run", this run
     reusable_runs: dict[str, tuple[dict[str, Any], datetime]]  # tool -> (verdict, judged at)
-    # Which side of each patch this run is on (workflows/patches.py), and flags set from it in run().
+    # Which side of each patch this run is on (workflows/patches.py), set in run().
     behaviours: Behaviours
-    hands_over_anywhere: bool
-    edit_regexes: bool
-    verdicts_locally: bool
-    verdicts_cached: bool
-    authorized: bool
     # A class default in LocalChecks (workflows/activity_calls.py), which alone keeps the history's figures.
     local_activities_in_flight: int
+    # Sub-agents (workflows/delegating.py): this run's agents, and the signals to the rest of the tree.
+    agents: dict[str, AgentSpec]
+    reports_in_flight: int  # signals to other sessions of the tree not yet delivered
+    last_report: list[dict[str, Any]]  # what a child last told its parent waits in it
+    last_sent: asyncio.Future[None] | None  # the newest of those signals (sent in order)
 
     if TYPE_CHECKING:
         # The loop (workflows/agent.py).
@@ -129,6 +130,18 @@ class AgentParts:
         # The queries (workflows/views.py).
         def status(self) -> SessionStatus: ...
         def pending(self) -> list[dict[str, Any]]: ...
+
+        # Closing (workflows/closing.py).
+        def close(self, reason: str) -> None: ...
+
+        # Sub-agents (workflows/delegating.py).
+        def delegates(self) -> dict[str, AgentSpec]: ...
+        def learn_agents(self, operator: dict[str, AgentSpec]) -> None: ...
+        def children_pending(self) -> list[dict[str, Any]]: ...
+        def child_finished(self, child_id: str) -> None: ...
+        def report_pauses(self) -> None: ...
+        def refer_to_child(self, payload: Any) -> None: ...
+        def forward(self, verb: str, payload: dict[str, Any], forwarded: ForwardedToChild) -> dict[str, Any]: ...
 
         # Local activities and the history's figures (workflows/activity_calls.py, LocalChecks).
         async def local_activity(self, name: str, arg: Any, **options: Any) -> Any: ...

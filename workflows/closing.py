@@ -32,12 +32,11 @@ class Closing(AgentParts):
         cancel's task is in flight, and a closing completion that races a signal is failed by
         the server (UNHANDLED_COMMAND) and retried, a failed task operators are paged for.
         Arriving first, the signal is refused and audited like any other."""
-        if self.run_state.cancel_reason is not None and self.behaviours.closes_after_a_cancel_grace():
+        if self.run_state.cancel_reason is not None:
             await workflow.sleep(CANCEL_GRACE)
-        if self.behaviours.closes_after_notifications():
-            await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
-        else:
-            await workflow.wait_condition(workflow.all_handlers_finished)
+        # Signals to other sessions of a delegation tree too (only sessions since SUB_AGENTS send any).
+        await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight
+                                      and not self.reports_in_flight)
 
     def close(self, reason: str) -> None:
         """Settle whatever is still open, so even a closed transcript is well-formed."""

@@ -16,14 +16,11 @@ from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError
 
 from workflows.activity_calls import failure_message
-from workflows.contract import KEEP_TRANSCRIPT_INDEX, RECORD_TRANSCRIPT_INDEX
+from workflows.contract import RECORD_TRANSCRIPT_INDEX
 from workflows.handover import DECIDED_KEPT, HISTORY_BYTES_LIMIT, RunState, newest, shrink_to_fit
 from workflows.transcript_index import transcript_index
 from workflows.agent_parts import AgentParts
 
-# How long a run recorded before `hand-over-after-its-index-activity` waits, at a hand-over, for
-# the timer whose task it continues as new in.
-HAND_OVER_TIMER = timedelta(milliseconds=1)
 # Bounded, like the timer it replaced: a run that hands over is one whose history is large, and
 # signals may keep coming while it waits. Past 5 s in the queue (every activity slot busy with
 # model and tool calls), or three failed attempts (a worker of the version before, in a rolling
@@ -41,22 +38,19 @@ class Continuing(AgentParts):
     def history_is_long(self) -> bool:
         """Time to continue as new: past the session's event budget or HISTORY_BYTES_LIMIT.
 
-        Sessions that hand over anywhere follow their own budgets rather than
-        the server's early suggestion (about 4 MB): each hand-over carries the
-        model's recent view, so fewer, larger runs store less in all.
+        Sessions follow their own budgets rather than the server's early suggestion
+        (about 4 MB): each hand-over carries the model's recent view, so fewer, larger
+        runs store less in all.
         """
         history = self.history_reading()
         if history.length >= self.config.continue_as_new_after_events:
             return True
-        if self.hands_over_anywhere:
-            return history.size >= HISTORY_BYTES_LIMIT
-        return workflow.info().is_continue_as_new_suggested()
+        return history.size >= HISTORY_BYTES_LIMIT
 
     def should_hand_over(self) -> bool:
-        """Wake a wait to hand over (only sessions that may hand over anywhere)."""
+        """Wake a wait to hand over."""
         # Not while a tool call waits for its server's question to be answered: the call is in no RunState.
-        return (self.hands_over_anywhere and not self.hand_over_blocked and not self.tool_inputs_waiting
-                and self.history_is_long())
+        return not self.hand_over_blocked and not self.tool_inputs_waiting and self.history_is_long()
 
     async def hand_over_if_long(self) -> None:
         if self.should_hand_over():
@@ -80,29 +74,15 @@ class Continuing(AgentParts):
         """
         self.handing_over = True  # Updates waiting for the session to settle answer now
         carried = await self.carry_once_settled()
-        if carried is not None and self.behaviours.hands_over_after_its_index:
+        if carried is not None:
             await self.record_transcript_index()
             carried = await self.carry_once_settled()  # with the signals that came meanwhile
-        elif carried is not None:
-            carried = await self.settle_as_runs_before_the_index_activity(carried)
         if carried is None:
             workflow.logger.warning("too much waits for people to hand over now; trying again once it settles")
             self.hand_over_blocked = True
             self.handing_over = False
             return
         workflow.continue_as_new(self.config.model_copy(update={"carried": carried.model_dump(mode="json")}))
-
-    async def settle_as_runs_before_the_index_activity(self, carried: RunState) -> RunState | None:
-        """Runs recorded before `hand-over-after-its-index-activity`: the index by local activity,
-        then (since `hand-over-in-a-timer-task`) a 1 ms timer to continue as new in the task of."""
-        settled: RunState | None = carried
-        if self.behaviours.indexes_transcript():
-            await self.keep_transcript_index()
-            settled = await self.carry_once_settled()
-        if settled is not None and self.behaviours.hands_over_in_a_timer_task:
-            await workflow.sleep(HAND_OVER_TIMER, summary="hand over in a task of its own")
-            settled = await self.carry_once_settled()
-        return settled
 
     async def carry_once_settled(self) -> RunState | None:
         """What to carry once handlers and notifications in flight have finished; None when it does not fit.
@@ -127,15 +107,6 @@ class Continuing(AgentParts):
             ))
         except ActivityError as error:
             workflow.logger.warning("the transcript index was not recorded: %s", failure_message(error))
-
-    async def keep_transcript_index(self) -> None:
-        """Runs before `hand-over-after-its-index-activity`: the index by a local activity, kept in its marker."""
-        index = transcript_index(self.run_state.first_message_index, self.conversation.messages)
-        if index is not None:
-            await self.local_activity(
-                KEEP_TRANSCRIPT_INDEX.name, index, result_type=dict, start_to_close_timeout=timedelta(seconds=30),
-                summary="the transcript index of this run",
-            )
 
     def carry(self) -> RunState:
         pauses = self.run_state.pauses

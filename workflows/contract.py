@@ -1,5 +1,4 @@
-"""The session's contract: every signal, Update, query and activity, named once, with what it
-takes and what it returns.
+"""The session's contract: every signal, Update, query and activity, with what it takes and returns.
 
 Everything that talks to a session uses these objects, never a string of its own: the clients
 (hitl/client, hitl/api, hitl/console, hitl/cli, bench) send `APPROVE.update`, ask
@@ -23,6 +22,7 @@ from typing import Any, Generic, TypedDict, TypeVar
 
 from pydantic import BaseModel, Field
 
+from workflows.agents import ChildPauses
 from workflows.conversation import ModelReply
 from workflows.events import EventsRequest
 from workflows.decisions import Answer, Approve, Claim, Reject, Release
@@ -68,6 +68,7 @@ class Accepted(TypedDict, total=False):
     state: str
     interrupting: bool
     event: int
+    session_id: str  # a decision forwarded to the child session whose call it is
 
 
 class SessionStatus(BaseModel):
@@ -102,6 +103,11 @@ class PendingItem(PendingCall):
     input_schema: dict[str, Any] | None = Field(default=None, exclude=True)
     approving: str | None = None
     at_deadline: str | None = None
+    # A child session's call, as its root lists it (workflows/delegating.py): the agents on the way
+    # down, the child's session id, and the call's id there.
+    path: list[str] | None = None
+    session_id: str | None = None
+    child_call_id: str | None = None
 
 
 class Settled(TypedDict):
@@ -222,7 +228,11 @@ INBOUND: dict[str, Inbound[Any]] = {
 
 WAIT_UNTIL_SETTLED: Update[SettledRequest, Settled] = Update("wait_until_settled", SettledRequest, Settled)
 
-SIGNALS: tuple[Signal[Any], ...] = tuple(entry.signal for entry in INBOUND.values())
+# A child session tells its parent what waits in it (workflows/delegating.py); no Update twin: only
+# sessions send it, and a report that is not from a running child of the session is ignored.
+CHILD_PAUSES: Signal[ChildPauses] = Signal("child_pauses", ChildPauses)
+
+SIGNALS: tuple[Signal[Any], ...] = (*(entry.signal for entry in INBOUND.values()), CHILD_PAUSES)
 UPDATES: tuple[Update[Any, Any], ...] = (*(entry.update for entry in INBOUND.values()), WAIT_UNTIL_SETTLED)
 
 # ------------------------------------------------------------------ queries

@@ -129,7 +129,7 @@ class Handlers(AgentParts):
         self.waiters_seen += 1
         waiter = self.waiters_seen
         self.waiters.append(waiter)
-        if len(self.waiters) > MAX_WAITERS and self.behaviours.bounds_waiters():
+        if len(self.waiters) > MAX_WAITERS:
             self.waiters.pop(0)  # the oldest answers now, with the session as it is
         try:
             await workflow.wait_condition(

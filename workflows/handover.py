@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from workflows.agents import ChildPauses
 from workflows.requests import Pin
 from workflows.conversation import ChatMessage, Conversation
 from workflows.events import EventLog
@@ -84,6 +85,10 @@ class RunState(BaseModel):
     # `resume` gives such a run the verifier its own start input asks for (see `absent_if_null`).
     events: EventLog = Field(default_factory=EventLog)
     verifier: Verifier = Field(default_factory=Verifier)
+    delegations: int = Field(default=0, ge=0)  # child sessions started, for their ids (workflows/delegating.py)
+    children: list[str] = Field(default_factory=list)  # child sessions running now
+    child_pauses: dict[str, ChildPauses] = Field(default_factory=dict)  # what each reported waits in it
+    reports_sent: int = Field(default=0, ge=0)  # this session's reports to its parent, for their `seq`
     pins: dict[str, Pin] = Field(default_factory=dict)  # tools' definitions as this session first saw them
     results_this_turn: list[tuple[str, str]] = Field(default_factory=list)  # (tool, call id) whose output entered
     speaker_asserted: bool = False  # the speaker's `by` is the start input's, unproven (AgentWorkflow)

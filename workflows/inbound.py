@@ -17,6 +17,7 @@ from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
+from workflows.agents import ForwardedToChild
 from workflows.arity import TooManyArguments
 from workflows.forms import describe_validation_error
 from workflows.handover import IGNORED_SIGNALS_KEPT, newest
@@ -105,26 +106,29 @@ class Inbound(AgentParts):
     def decide(self, verb: str, payload: Any) -> tuple[Verdict, SpentProof | None]:
         """The one rule book for decisions, shared by signals and Update validators."""
         self.refuse_if_closing()
+        self.refer_to_child(payload)
         decision, proof = self.proven(parse_decision(verb, payload))
-        return self.run_state.pauses.decide(decision, CATALOG, workflow.now(), regexes=self.edit_regexes,
+        return self.run_state.pauses.decide(decision, CATALOG, workflow.now(),
                                             groups=self.proven_groups(decision)), proof
 
     def proven_groups(self, decision: Any) -> tuple[str, ...]:
-        """The groups the decision's proof vouches for (GROUPS_IN_PROOFS, workflows/patches.py)."""
-        if not self.behaviours.counts_groups_in_proofs:
-            return ()
+        """The groups the decision's proof vouches for."""
         return self.run_state.verifier.groups_vouched(decision, workflow.now())
 
     def decide_and_apply(self, verb: str, payload: Any) -> dict[str, Any]:
-        verdict, proof = self.decide(verb, payload)
+        try:
+            verdict, proof = self.decide(verb, payload)
+        except ForwardedToChild as forwarded:
+            return self.forward(verb, payload, forwarded)
         self.run_state.verifier.spend(proof, workflow.now())
         return self.apply(verdict)
 
     def judge_claim(self, verb: str, payload: Any) -> tuple[ClaimVerdict, SpentProof | None]:
         self.refuse_if_closing()
+        self.refer_to_child(payload)
         request, proof = self.proven(parse_decision(verb, payload))
         now = workflow.now()
-        if self.authorized and isinstance(request, Claim) and request.for_seconds > CLAIM_SECONDS_AT_MOST:
+        if isinstance(request, Claim) and request.for_seconds > CLAIM_SECONDS_AT_MOST:
             raise Refusal(f"a claim lasts at most {CLAIM_SECONDS_AT_MOST:g} seconds; claim again when it runs out", code="invalid")
         pauses = self.run_state.pauses
         verdict = (pauses.claim(request, now, self.proven_groups(request)) if isinstance(request, Claim)
@@ -132,7 +136,10 @@ class Inbound(AgentParts):
         return verdict, proof
 
     def hold(self, verb: str, payload: Any) -> dict[str, Any]:
-        verdict, proof = self.judge_claim(verb, payload)
+        try:
+            verdict, proof = self.judge_claim(verb, payload)
+        except ForwardedToChild as forwarded:
+            return self.forward(verb, payload, forwarded)
         self.run_state.verifier.spend(proof, workflow.now())
         item = self.run_state.pauses.hold(verdict)
         until = item.claim_until.isoformat() if item.claim_until else None
@@ -227,6 +234,8 @@ class Inbound(AgentParts):
         try:
             self.refuse_while_busy()
             check(decoded(payload))
+        except ForwardedToChild:
+            return  # the child it is forwarded to judges it
         except ProofRefusal:
             return  # accepted only to be refused by the handler, so that the attempt is audited
         except Refusal as refusal:

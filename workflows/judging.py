@@ -12,11 +12,12 @@ from typing import Any
 
 from temporalio import workflow
 
-from workflows.contract import CATALOG_VERDICTS, JUDGE_CALLS
+from workflows.contract import JUDGE_CALLS
+from workflows.agents import agent_of
 from workflows.conversation import ModelReply
 from workflows.limits import MAX_ARGUMENT_BYTES, utf8_size
 from workflows.planning import with_recorded_args
-from workflows.requests import Judgement, JudgementRequest, VerdictRequest
+from workflows.requests import Judgement, JudgementRequest
 from workflows.agent_parts import AgentParts
 
 PINS_KEPT = 500
@@ -25,47 +26,15 @@ PINS_KEPT = 500
 VERDICT_REUSE = timedelta(seconds=60)
 
 
-def verdict_of(plan: dict[str, Any]) -> dict[str, Any]:
-    """A recorded plan without its arguments: what the catalog decided about the tool."""
-    return {key: value for key, value in plan.items() if key != "args"}
-
-
 class Judging(AgentParts):
     """Mixed into AgentWorkflow: the verdicts a step's plans are made from (workflows/planning.py)."""
-
-    async def judge_calls(self, reply: ModelReply) -> ModelReply:
-        """The reply with the catalog's verdict on each call (run, ask a person, refuse) from a
-        local activity. The model activity's own verdict is not taken: anyone who reaches the
-        Temporal frontend can complete an activity by its id, and a forged `"action": "run"`
-        would run a call no person decided, on verified sessions too. A local activity runs
-        in this worker and is recorded as a marker: nobody outside can answer it.
-
-        A forged verdict can only hurt by saying "run": "approve", "ask" and "refuse" all stop
-        for a person or refuse. So the model activity's verdict is taken as it is when every
-        "run" in it names a tool the local activity already judged auto-run in this run; any
-        other "run" is judged again. One marker per tool per run instead of one per step."""
-        if self.authorized:
-            return await self.judge_by_worker(reply)
-        claimed = reply.catalog_plans or []
-        if self.verdicts_cached and len(claimed) == len(reply.tool_calls) and all(
-            plan.get("tool") == call.name and (plan.get("action") != "run" or verdict_of(plan) == self.judged_auto_run.get(call.name))
-            for plan, call in zip(claimed, reply.tool_calls)
-        ):
-            return reply
-        plans = await self.local_activity(
-            CATALOG_VERDICTS.name, VerdictRequest(reply=reply.model_copy(update={"catalog_plans": None}), tools=self.config.tools),
-            result_type=list[dict[str, Any]], start_to_close_timeout=timedelta(seconds=30),
-            summary="judge the calls against the tool catalog",
-        )
-        for plan, call in zip(plans, reply.tool_calls):
-            if plan.get("action") == "run" and plan.get("tool") == call.name:
-                self.judged_auto_run[call.name] = verdict_of(plan)
-        return reply.model_copy(update={"catalog_plans": plans})
 
     async def judge_by_worker(self, reply: ModelReply) -> ModelReply:
         """Every reply's calls judged in this worker, each from its own arguments: the catalog,
         the operator's policy (read now), the definitions this session pinned, and whether
-        untrusted output entered the turn. Nothing the model activity returned is taken."""
+        untrusted output entered the turn. Nothing the model activity returned is taken: anyone
+        who reaches the Temporal frontend can complete an activity by its id, while a local
+        activity runs in this worker and is recorded as a marker nobody outside can answer."""
         reused = self.reused_verdicts(reply)
         if reused is not None:
             return reply.model_copy(update={"catalog_plans": reused})
@@ -75,6 +44,7 @@ class Judging(AgentParts):
                 reply=reply.model_copy(update={"catalog_plans": None}), tools=self.config.tools,
                 pins={tool: pin for tool, pin in self.run_state.pins.items() if tool in called},
                 results_this_turn=self.run_state.results_this_turn,
+                delegates={tool: agent_of(tool) or "" for tool in self.delegates()},
             ),
             result_type=Judgement, start_to_close_timeout=timedelta(seconds=30),
             summary="judge the calls: catalog and operator's policy",

@@ -161,14 +161,14 @@ class Pauses(BaseModel):
         moments = [m for m in (item.next_event() for item in self.open) if m is not None]
         return min(moments) if moments else None
 
-    def decide(self, decision: Decision, catalog: ToolCatalog, now: datetime, regexes: bool = False,
+    def decide(self, decision: Decision, catalog: ToolCatalog, now: datetime,
                groups: tuple[str, ...] = ()) -> Verdict:
         """Check a decision against every rule and say what it would do, and through which door
         (`groups`: those its proof vouches its person is in)."""
-        verdict = self._judge(decision, catalog, now, regexes, groups)
+        verdict = self._judge(decision, catalog, now, groups)
         return verdict.model_copy(update={"via": decision.via}) if decision.via is not None else verdict
 
-    def _judge(self, decision: Decision, catalog: ToolCatalog, now: datetime, regexes: bool,
+    def _judge(self, decision: Decision, catalog: ToolCatalog, now: datetime,
                groups: tuple[str, ...] = ()) -> Verdict:
         item = self._target(decision)
         holder = item.claimant(now)
@@ -188,7 +188,7 @@ class Pauses(BaseModel):
             raise Refusal(f"{item.call_id} is a question; answer it (or reject to decline)", code="invalid")
         if item.kind == "review":
             return self._pass_review(item, decision, now)
-        return self._approve(item, decision, catalog, now, regexes)
+        return self._approve(item, decision, catalog, now)
 
     def _answer(self, item: PendingCall, decision: Answer, now: datetime) -> Settlement:
         if item.kind != "question":
@@ -223,10 +223,10 @@ class Pauses(BaseModel):
         text = f"A person ({decision.by or 'unnamed'}) edited this result before you saw it.\n\n{edited}{comment}"
         return _settle(item, "edited", now, decision.by, result=text, comment=decision.comment)
 
-    def _approve(self, item: PendingCall, decision: Approve, catalog: ToolCatalog, now: datetime, regexes: bool) -> Verdict:
+    def _approve(self, item: PendingCall, decision: Approve, catalog: ToolCatalog, now: datetime) -> Verdict:
         if decision.result is not None:
             raise Refusal(f"{item.call_id} has not run yet; edit its args, not its result", code="invalid")
-        edited = None if decision.args is None or decision.args == item.args else _validated_args(catalog, item, decision.args, regexes)
+        edited = None if decision.args is None or decision.args == item.args else _validated_args(catalog, item, decision.args)
         if decision.remember and item.remember_allowed is False:
             raise Refusal(f"the operator's policy does not let a decision on {item.tool} be remembered", code="forbidden")
         if decision.remember and item.required_approvals > 1:
@@ -356,7 +356,7 @@ def deadline_after(now: datetime, seconds: float | None) -> datetime | None:
     return now + timedelta(seconds=seconds) if seconds else None
 
 
-def _validated_args(catalog: ToolCatalog, item: PendingCall, args: dict[str, Any], regexes: bool) -> dict[str, Any]:
+def _validated_args(catalog: ToolCatalog, item: PendingCall, args: dict[str, Any]) -> dict[str, Any]:
     """Edited arguments, checked as the model's were: against the schema recorded with the
     call when there is one (it replays the same whatever the tool's server offers now; its
     regexes are left to the tool activity, see hitl/catalog/schema_tools.py), else against the
@@ -364,7 +364,7 @@ def _validated_args(catalog: ToolCatalog, item: PendingCall, args: dict[str, Any
     tool = item.tool
     try:
         if item.input_schema is not None:
-            return validate_arguments(item.input_schema, args, regexes)
+            return validate_arguments(item.input_schema, args, regexes=False)
         spec = catalog.get(tool)
         if spec is None:
             raise Refusal(f"tool {tool!r} is no longer available", code="conflict")

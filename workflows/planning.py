@@ -60,8 +60,7 @@ class PlannedCall(BaseModel):
     reusable: bool | None = None
 
 
-def plan_reply(reply: ModelReply, offered: dict[str, ToolSpec], rules: DecisionRules | None = None,
-               policy_floor_binds: bool = True) -> list[PlannedCall]:
+def plan_reply(reply: ModelReply, offered: dict[str, ToolSpec], rules: DecisionRules | None = None) -> list[PlannedCall]:
     """One plan per tool call of a reply; past MAX_CALLS_PER_REPLY, the rest are refused.
 
     The catalog's recorded verdict is used when the reply carries one (every
@@ -79,7 +78,7 @@ def plan_reply(reply: ModelReply, offered: dict[str, ToolSpec], rules: DecisionR
             plans.append(plan_call(call, offered, rules))
         else:
             plan = PlannedCall.model_validate({**recorded[index], "call_id": call.id})
-            plans.append(with_session_rules(plan, rules, policy_floor_binds) if plan.action in ("run", "approve") else plan)
+            plans.append(with_session_rules(plan, rules) if plan.action in ("run", "approve") else plan)
     return plans
 
 
@@ -181,17 +180,15 @@ def policy_names_deciders(plan: PlannedCall) -> bool:
             or plan.remember_allowed is False)
 
 
-def with_session_rules(plan: PlannedCall, rules: DecisionRules | None, policy_floor_binds: bool = True) -> PlannedCall:
+def with_session_rules(plan: PlannedCall, rules: DecisionRules | None) -> PlannedCall:
     """A session's rules on top of the worker's verdict: they may add approval, and waive it
-    only where neither the operator's policy nor untrusted output requires it.
-    `policy_floor_binds` False: runs recorded before the policy's every field bound session
-    rules (workflows/patches.py), where only "always" did."""
+    only where neither the operator's policy nor untrusted output requires it."""
     override = rules.policy_for(plan.tool) if rules else None
     if override is None:
         return plan
     if override == "auto" and plan.action == "approve" and (plan.floor == "always" or plan.untrusted):
         return plan
-    if override == "auto" and plan.action == "approve" and policy_floor_binds and policy_names_deciders(plan):
+    if override == "auto" and plan.action == "approve" and policy_names_deciders(plan):
         return plan.model_copy(update={"because": f"{plan.because or 'it needs approval'}; the session's auto_approve "
                                                   "does not waive it: the operator's policy names who decides"})
     rule = f"session {'require_approval' if override == 'require' else 'auto_approve'}"

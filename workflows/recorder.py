@@ -74,6 +74,7 @@ class Recorder(AgentParts):
     def publish(self) -> None:
         """Search attributes and memo for inboxes (workflows/visibility.py), when they change."""
         self.publisher.publish(self.state, self.run_state.pauses.open, workflow.now())
+        self.report_pauses()  # a child tells its parent (workflows/delegating.py)
 
     def record_settlement(self, settlement: Settlement) -> None:
         self.run_state.events.add(

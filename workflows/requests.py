@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from workflows.agents import AgentSpec
 from workflows.conversation import ChatMessage, ModelReply
 
 
@@ -94,6 +95,7 @@ class SessionFacts(BaseModel):
     # Whether the carried state is this product's own (FactsRequest.continued_from), and why not.
     carried_proven: bool = False
     carried_problem: str | None = None
+    agents: dict[str, AgentSpec] = {}  # the operator's (HITL_AGENTS), as the worker reads it now
 
 
 class FactsRequest(BaseModel):
@@ -124,6 +126,7 @@ class JudgementRequest(BaseModel):
     tools: list[str] | None = None
     pins: dict[str, Pin] = {}
     results_this_turn: list[tuple[str, str]] = []  # (tool, call id), oldest first
+    delegates: dict[str, str] = {}  # the session's delegate tools offered, each with its agent's name
 
 
 class Judgement(BaseModel):

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.agents import Agents, Delegation
 from workflows.limits import Name, Note, Proof, Seconds, Text
 from workflows.rules import DecisionRules
 
@@ -45,6 +46,9 @@ AuditEventKind = Literal[
 
 
 class AuditEvent(BaseModel):
+    """One line of the audit (the `audit` query, GET /sessions/{id}/audit): a request, a decision or a
+    refusal, every key always there, null when it does not apply."""
+
     at: datetime
     event: AuditEventKind
     call_id: str | None = None
@@ -80,6 +84,11 @@ class SessionInput(DecisionRules):
     # On a verified session, the API's proof that `by` started it with this very input
     # (workflows/identity.py, start_proof); without it the first request is only asserted.
     proof: Proof | None = None
+    # Agents this session may hand tasks to, beside the operator's HITL_AGENTS (workflows/agents.py).
+    agents: Agents | None = None
+    # Set only by a parent session on the child it starts (workflows/delegating.py): a session
+    # whose Temporal parent is not the one named here is refused.
+    delegated: Delegation | None = None
     # Set only by the session itself when it continues as new (see workflows/handover.py):
     # a start input that carries it is refused, so no caller can forge grants or history.
     carried: dict[str, Any] | None = None

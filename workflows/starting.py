@@ -15,7 +15,7 @@ from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
-from workflows.contract import SESSION_ENVIRONMENT, SESSION_FACTS, UNKNOWN_TOOLS
+from workflows.contract import SESSION_FACTS, UNKNOWN_TOOLS
 from workflows.forms import describe_validation_error
 from workflows.handover import RunState
 from workflows.inbound import decoded
@@ -59,22 +59,16 @@ class Starting(AgentParts):
         """Which search attributes to publish and which keys sign decisions, as this run's
         worker knows them (recorded, so a replay sees the same). A verified session that
         no key could ever satisfy is refused at once rather than left waiting for ever."""
-        proves_carried = self.behaviours.proves_carried_state_and_binds_policy_floor and self.config.carried is not None
-        if self.authorized:
-            facts = await self.local_activity(
-                SESSION_FACTS.name, FactsRequest(
-                    verified_decisions=self.config.verified_decisions,
-                    rules=self.config.model_dump(include={*RULE_FIELDS, "verified_decisions", "escalate_to", "by"}),
-                    continued_from=workflow.info().continued_run_id if proves_carried else None,
-                ),
-                result_type=SessionFacts, start_to_close_timeout=timedelta(seconds=10),
-                summary="search attributes, decision keys and the operator's policy",
-            )
-        else:
-            facts = await self.local_activity(
-                SESSION_ENVIRONMENT.name, self.config.verified_decisions, result_type=SESSION_ENVIRONMENT.result,
-                start_to_close_timeout=timedelta(seconds=10), summary="search attributes and decision keys",
-            )
+        proves_carried = self.config.carried is not None
+        facts = await self.local_activity(
+            SESSION_FACTS.name, FactsRequest(
+                verified_decisions=self.config.verified_decisions,
+                rules=self.config.model_dump(include={*RULE_FIELDS, "verified_decisions", "escalate_to", "by"}),
+                continued_from=workflow.info().continued_run_id if proves_carried else None,
+            ),
+            result_type=SessionFacts, start_to_close_timeout=timedelta(seconds=10),
+            summary="search attributes, decision keys and the operator's policy",
+        )
         if proves_carried and not facts.carried_proven:
             # Nothing of the carried state may count: not its grants, its verifier, its inbox.
             raise ApplicationError(f"invalid session input: carried: {facts.carried_problem or 'not proven'}",
@@ -82,9 +76,11 @@ class Starting(AgentParts):
         if facts.policy_problems:
             raise ApplicationError(f"invalid session input: {'; '.join(facts.policy_problems)}",
                                    type="InvalidSessionInput", non_retryable=True)
+        if self.behaviours.delegates_to_agents:
+            self.learn_agents(facts.agents)
         if facts.trusted_keys:
             self.run_state.verifier.trusted_keys = facts.trusted_keys
-        if self.authorized and workflow.info().continued_run_id is None:  # runs before AUTHORIZATION_MODEL: no such distinction
+        if workflow.info().continued_run_id is None:
             if self.run_state.first_message_asserted is not None:
                 self.run_state.first_message_asserted = not self.run_state.verifier.proves_start(
                     self.config, workflow.info().workflow_id, workflow.now())
@@ -96,14 +92,16 @@ class Starting(AgentParts):
             )
         self.publisher.start(facts.registered_search_attributes)
         self.publish()
-        if self.authorized:
-            self.publish_who()
+        self.publish_who()
 
     async def check_tool_names(self) -> None:
         """Rules that name an unknown tool are refused, judged by the worker's catalog as the
         session starts; a local activity records the verdict, so a later catalog cannot change it."""
+        named = self.config.model_dump(include=RULE_FIELDS)
+        if self.config.agents:
+            named["agents"] = sorted(self.config.agents)
         problems = await self.local_activity(
-            UNKNOWN_TOOLS.name, self.config.model_dump(include=RULE_FIELDS), result_type=UNKNOWN_TOOLS.result,
+            UNKNOWN_TOOLS.name, named, result_type=UNKNOWN_TOOLS.result,
             start_to_close_timeout=timedelta(seconds=10), summary="check the rules' tool names",
         )
         if problems:

@@ -14,6 +14,7 @@ from temporalio import workflow
 from workflows.contract import (
     AUDIT, AUDIT_PAGE, EVENTS, MODEL_CONTEXT, PENDING, STATUS, TRANSCRIPT, TRANSCRIPT_PAGE, PageRequest, SessionStatus,
 )
+from workflows.agents import agent_of
 from workflows.conversation import ChatMessage, Conversation
 from workflows.events import EventsRequest
 from workflows.limits import MODEL_WINDOW_BYTES, json_size
@@ -25,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
     # the workflow sees the tools the worker registered, not a fresh copy.
     from hitl.catalog import CATALOG
+    from hitl.catalog.delegates import delegate_spec
 
 PAGE_BYTES = 1_500_000  # a query answer stays below Temporal's 2 MB
 
@@ -35,7 +37,7 @@ class Views(AgentParts):
 
     @workflow.query(name=PENDING.name)
     def pending(self) -> list[dict[str, Any]]:
-        return [item.view() for item in self.run_state.pauses.open]
+        return [*(item.view() for item in self.run_state.pauses.open), *self.children_pending()]
 
     @workflow.query(name=STATUS.name)
     def status(self) -> SessionStatus:
@@ -111,7 +113,8 @@ class Views(AgentParts):
         Read by queries only, never recorded: a tool an MCP server adds or drops
         changes the next model call, while what each call was allowed to do is
         the verdict recorded with the model's reply (docs/mcp.md)."""
-        return CATALOG.select(self.config.tools)
+        return [*CATALOG.select(self.config.tools),
+                *(delegate_spec(tool, agent_of(tool) or "", agent.instructions) for tool, agent in self.delegates().items())]
 
     def page(self, items: list[dict[str, Any]], first: int, request: PageRequest | None, key: str) -> dict[str, Any]:
         """A page of what this run holds, within PAGE_BYTES; without an offset, the newest page."""

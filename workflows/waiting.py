@@ -52,7 +52,7 @@ class Waiting(AgentParts):
                 self.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args), by=grant.by, rule=grant.describe())
         elif plan.action == "run" and plan.policy:
             self.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args), rule=plan.policy)
-        elif plan.action == "run" and self.authorized:
+        elif plan.action == "run":
             self.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args),
                         rule="the tool's own setting: it runs without asking"
                         + ("; a person reviews its result" if plan.review else ""))
@@ -85,8 +85,7 @@ class Waiting(AgentParts):
             destructive=plan.destructive if kind == "approval" else None,
             input_schema=plan.input_schema if kind == "approval" else None,
         )
-        if self.authorized:
-            self.describe_for_the_person(item, plan)
+        self.describe_for_the_person(item, plan)
         if asked is not None:  # a tool's MCP server asks (workflows/tool_input.py)
             item.question, item.choices, item.fields = asked.question, asked.choices, asked.fields
             item.server, item.url, item.domain = asked.server, asked.url, asked.domain
@@ -105,8 +104,7 @@ class Waiting(AgentParts):
     def describe_for_the_person(self, item: PendingCall, plan: PlannedCall) -> None:
         """What the person deciding needs beside the call: who asked (verified or asserted), what
         led to it, what the model said, what the tool is, and why it waits for them."""
-        item.verified = self.config.verified_decisions and not (
-            self.run_state.speaker_asserted and self.authorized)
+        item.verified = self.config.verified_decisions and not self.run_state.speaker_asserted
         item.led_by, item.model_text = self.conversation.context_of(item.call_id, 1_000)
         spec = CATALOG.get(item.tool)  # what the tool is, as the worker knows it now: shown, not judged
         item.description = clip(spec.description, 500) if spec is not None else None
@@ -173,7 +171,7 @@ class Waiting(AgentParts):
     def escalation_for(self, item: PendingCall) -> list[str]:
         """Whom an escalation adds: `escalate_to`, less anyone the operator's policy (as it was when
         the call was judged) does not let decide this call; the start only checked the policy then."""
-        plan = self.planned(item.call_id) if self.authorized else None
+        plan = self.planned(item.call_id)
         if plan is None or plan.approvers is None:
             return list(self.config.escalate_to)
         return [person for person in self.config.escalate_to if person in plan.approvers]
@@ -185,15 +183,15 @@ class Waiting(AgentParts):
     def grant_for(self, plan: PlannedCall) -> Grant | None:
         """A remembered approval that covers this call; under four-eyes, never its author's own request."""
         sha, now = args_sha256(plan.args), workflow.now()
-        if self.authorized and (plan.untrusted or plan.remember_allowed is False or (plan.required_approvals or 1) > 1):
+        if (plan.untrusted or plan.remember_allowed is False or (plan.required_approvals or 1) > 1):
             return None
-        four_eyes = self.config.four_eyes or (self.authorized and bool(plan.four_eyes))
+        four_eyes = self.config.four_eyes or bool(plan.four_eyes)
         return next((
             grant for grant in self.run_state.grants
             if grant.covers(plan.tool, sha, now) and not (four_eyes and grant.by == self.run_state.speaker)
-            and (not self.authorized or (grant.requested_by == self.run_state.speaker
-                                         and all(author == grant.requested_by for author in self.run_state.authors_of_reply)
-                                         and (plan.approvers is None or grant.by in plan.approvers)))
+            and grant.requested_by == self.run_state.speaker
+            and all(author == grant.requested_by for author in self.run_state.authors_of_reply)
+            and (plan.approvers is None or grant.by in plan.approvers)
         ), None)
 
     def live_grants(self) -> list[Grant]:
@@ -242,8 +240,9 @@ class Waiting(AgentParts):
             try:
                 await workflow.wait_condition(lambda: not self.notices_in_flight.get(call_id))
                 messages = self.run_state.pauses.shown.pop(call_id, [])
-                if not messages or not workflow.patched(SETTLED_NOTICES):
+                if not messages:
                     return
+                workflow.deprecate_patch(SETTLED_NOTICES)  # where the first supported build wrote its marker
                 notification = Notification(
                     session_id=workflow.info().workflow_id, event="settled", to=[], at=settlement.at,
                     item={"call_id": call_id, "tool": settlement.tool, "kind": settlement.kind},

@@ -1,4 +1,4 @@
-"""A stdio MCP server is someone else's program: it runs in a bubblewrap sandbox by default.
+"""The bubblewrap sandbox a stdio MCP server runs in by default: it is someone else's program.
 
 Without one it runs with the worker's privileges: as the same user it can read
 /proc/<worker pid>/environ (the worker's API and signing keys), the key files

@@ -89,7 +89,8 @@ async def turn(request: Request, run: RunAgentInput, reader: Reader, options: di
         if text is None:
             raise HTTPException(422, f"no session {session_id!r} yet: send a user message to start it")
         started = await start_session(request, {**options, "message": text, "session_id": session_id}, person)
-        ending = finished({"status": started.status, "pending": started.pending})
+        answer = started.model_dump(mode="json", exclude_unset=True)  # as the 201 carries it
+        ending = finished({"status": answer["status"], "pending": answer["pending"]})
         async for event in followed(client, request, run, 0, reader, ending):
             yield event
         return

@@ -21,7 +21,8 @@ from workflows.decisions import CLAIM_SECONDS_AT_MOST, Refusal, parse_decision
 from workflows.proofs import ProofAction, sign_decision
 from workflows.rules import args_sha256
 
-router = APIRouter(prefix="/sessions/{session_id}/calls/{call_id}", tags=["decisions"])
+# A child session's call, as its root lists it, has an id with slashes (`<child id>/<call id>`).
+router = APIRouter(prefix="/sessions/{session_id}/calls/{call_id:path}", tags=["decisions"])
 
 Verb = Literal["approve", "reject", "answer", "claim", "release"]
 IGNORED_BY = Field(None, description="ignored: a decision is always the token's person's")
@@ -78,9 +79,11 @@ async def decide(request: Request, session_id: str, call_id: str, verb: Verb, gr
                  fields: dict[str, Any], via: str = "api") -> dict[str, Any]:
     """The decision through the session's validated Update, once the access table allowed it
     (`allowed_on_call`: the session checks again, it is the authority). `via` names the door
-    (the API, a channel, a protocol) in the audit; the proof binds it with the rest."""
+    (the API, a channel, a protocol) in the audit; the proof binds it with the rest. A child's call
+    listed by its root goes to the child, signed for the child: the grant names it (allowed_on_call)."""
     item, person = grant.item, grant.person
     assert item is not None  # allowed_on_call found it
+    session_id, call_id = grant.session.session_id, item["call_id"]
     edited = fields.get("args")
     sha = args_sha256(edited) if verb == "approve" and edited is not None else item["args_sha256"]
     payload = {**fields, "call_id": call_id, "by": person, "via": via}

@@ -36,7 +36,7 @@ from hitl.api.oidc import Identity
 from hitl.api.gateway import temporal
 from hitl.api.guard import Grant, allowed, facts_of, policy_of, refuse_unless
 from hitl.api.stream_access import SIGN_IN_EXPIRED, Reader, SettledCalls
-from hitl.client.events import PAGE, EventsUnavailable, SessionEvent, follow_event_batches, read_events, resync
+from hitl.client.events import PAGE, EventsUnavailable, SessionEvent, follow_event_batches, gap, read_events
 
 router = APIRouter(prefix="/sessions/{session_id}/events", tags=["events"])
 
@@ -161,11 +161,9 @@ async def backlog(client: Client, session_id: str, after: int) -> AsyncIterator[
         answer = await read_events(handle, after, PAGE)
         if answer is None:
             return  # the session is between runs: the feed brings what follows
-        oldest, last = int(answer.get("oldest") or 0), int(answer.get("last") or 0)
-        if (oldest and after < oldest - 1) or last < after:
-            gap = resync(after, oldest, last)
-            yield [gap]
-            after = gap.id
+        if (missed := gap(after, answer)) is not None:
+            yield [missed]
+            after = missed.id
         events = [SessionEvent.model_validate(event) for event in answer.get("events", [])]
         page = [event for event in events if event.id > after]
         if page:

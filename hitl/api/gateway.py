@@ -1,5 +1,4 @@
-"""What every route shares: the Temporal client, queries, Updates, and how a refusal
-becomes an HTTP status.
+"""What every route shares: the Temporal client, queries, Updates, and refusals as HTTP statuses.
 
 The workflow is the one rule book (workflows/pauses.py): the API asks it through
 validated Updates and passes its reason on, with the status its refusal code names.

@@ -119,6 +119,18 @@ async def grant_on_call(request: Request, session_id: str, call_id: str, person:
     readable = verdict(person, "read", session, policy)
     item = await pending_item(request, session_id, call_id) if readable.allowed else None
     refuse_unless(verdict(person, action, session, policy, item, verb))
+    if item is not None and item.get("session_id") and item.get("child_call_id"):
+        # A child session's call, listed by its root (docs/interface.md, Sub-agents): the same
+        # rules, asked of the child and its own open call, which is what is decided. Only a
+        # session below this one, and only the call as listed: what the person saw is what counts.
+        if not str(item["session_id"]).startswith(f"{session_id}/"):
+            raise HTTPException(404, f"no call {call_id!r} waits in session {session_id!r}")
+        child = await session_facts(request, item["session_id"])
+        child_item = await pending_item(request, child.session_id, item["child_call_id"])
+        refuse_unless(verdict(person, action, child, policy, child_item, verb))
+        if child_item.get("args_sha256") != item.get("args_sha256"):
+            raise HTTPException(409, f"{call_id} changed in session {child.session_id}: read it again")
+        return Grant(person, child, child_item)
     return Grant(person, session, item)
 
 

@@ -1,4 +1,6 @@
-"""Each API request as operators see it: a server span that the Temporal calls it makes join,
+"""The API's middleware for operators: a span per request, and its count and latency by route.
+
+Each API request as operators see it: a server span that the Temporal calls it makes join,
 and a count and a latency by route and status. Installed only when tracing or the API's
 metrics are on (hitl/telemetry.py); otherwise the app is as it was.
 

@@ -27,7 +27,7 @@ from hitl.api.guard import Grant, allowed, policy_as_written, refuse_unless, ses
 from hitl.api.owned_sessions import SessionsPerPerson
 from hitl.client.consequences import with_consequences
 from hitl.client.refusals import reason_of
-from hitl.client.sessions import read_all
+from hitl.client.sessions import MissingItems, read_all
 from hitl.client.summary import session_summary
 from hitl.settings import ENCRYPTED
 from workflows.contract import (
@@ -38,7 +38,7 @@ from workflows.forms import describe_validation_error
 from workflows.proofs import MESSAGE_CALL_ID
 from workflows.rules import args_sha256
 from workflows.identity import message_digest, start_proof
-from workflows.session import CancelRequest, SessionInput, UserMessage
+from workflows.session import AuditEvent, CancelRequest, SessionInput, UserMessage
 
 router = APIRouter(prefix="/sessions", tags=["sessions"])
 
@@ -49,9 +49,12 @@ SETTLE_PAUSE_SECONDS = 0.05  # before asking again, doubling up to 1 s (about 45
 
 
 class Started(BaseModel):
+    """`POST /sessions`' 201: the session's id, and its status and pending items once its first turn
+    paused or answered (the items as the `pending` query answers them: unset fields left out)."""
+
     session_id: str
-    status: dict[str, Any]
-    pending: list[dict[str, Any]]
+    status: SessionStatus
+    pending: list[PendingItem]
 
 
 class Message(BaseModel):
@@ -108,7 +111,8 @@ async def settle(request: Request, session_id: str, after_event: int, settled: d
     return settled
 
 
-@router.post("", status_code=201, response_model=Started)
+# exclude_unset: the pending items' unset fields stay out, as the query leaves them; status keeps its nulls.
+@router.post("", status_code=201, response_model=Started, response_model_exclude_unset=True)
 async def start_session(request: Request, body: dict[str, Any] = Body(...), person: str = Depends(caller)) -> Started:
     """Start a session (the workflow input as the body, `session_id` optional) and answer once its
     first turn has paused for a person or answered."""
@@ -143,7 +147,7 @@ async def start_session(request: Request, body: dict[str, Any] = Body(...), pers
     except RPCError as error:
         raise HTTPException(503, f"could not start the session: {error.message}") from None
     settled = await settle(request, session_id, 0, settled)
-    return Started(session_id=session_id, status=settled["status"], pending=settled["pending"])
+    return Started.model_validate({"session_id": session_id, "status": settled["status"], "pending": settled["pending"]})
 
 
 def session_memo(workflow_input: dict[str, Any]) -> dict[str, Any]:
@@ -188,7 +192,7 @@ async def transcript(session_id: str, request: Request, grant: Grant = Depends(a
                               lambda: read_all(client, session_id, TRANSCRIPT_PAGE.name, "messages"))
 
 
-@router.get("/{session_id}/audit")
+@router.get("/{session_id}/audit", response_model=list[AuditEvent | MissingItems], response_model_exclude_unset=True)
 async def audit(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> list[dict[str, Any]]:
     """Every request, decision and refusal, across every run."""
     client = await temporal(request).get()

@@ -1,5 +1,6 @@
-"""`POST /channels/slack/interactions`: a click on a Slack card, a verified decision like one
-through the API (docs/interface.md, "Decision channels").
+"""`POST /channels/slack/interactions`: a click on a Slack card, as a verified decision.
+
+A click decides as a decision through the API does (docs/interface.md, "Decision channels").
 
 Slack signs each request with the app's signing secret (`X-Slack-Signature`, v0 = HMAC-SHA256 of
 `v0:{timestamp}:{body}`): one that does not verify, is more than five minutes from now, or was

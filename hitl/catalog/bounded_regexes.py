@@ -15,7 +15,7 @@ schema regex applied inside it gets what is left; one that runs out refuses the
 arguments with a reason (TooSlowToCheck), like any other argument that does
 not fit. Outside a budget (workflow code, which must not read a clock) the
 schema is applied as jsonschema does, with `re`: the workflow applies no regex
-in any session started since EDITS_WITHOUT_REGEXES (schema_tools.without_regexes).
+in any supported session (schema_tools.without_regexes).
 
 A pattern's *compilation* has no timeout: `regex` expands counted repeats, so
 "((a{100}){100}){100}" takes seconds and "x{100000000}" gigabytes.

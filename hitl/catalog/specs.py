@@ -19,6 +19,7 @@ import hashlib
 import inspect
 import json
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Callable, Union, get_type_hints
 
@@ -169,10 +170,19 @@ class ToolCatalog:
         return sorted(self._specs)
 
     def select(self, names: list[str] | None) -> list[ToolSpec]:
-        """The tools a session offers: those it names that exist, else all."""
+        """The tools a session offers: those it names that exist (a glob such as `mcp__docs__*`
+        names each tool it matches), else all."""
         if names is None:
             return [self._specs[n] for n in self.names()]
-        return [self._specs[n] for n in names if n in self._specs]
+        chosen: dict[str, ToolSpec] = {}
+        for entry in names:
+            if entry in self._specs:
+                chosen.setdefault(entry, self._specs[entry])
+            elif any(char in entry for char in "*?["):
+                for name in self.names():
+                    if fnmatchcase(name, entry):
+                        chosen.setdefault(name, self._specs[name])
+        return list(chosen.values())
 
 
 CATALOG = ToolCatalog()

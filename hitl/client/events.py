@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timedelta
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowQueryFailedError
@@ -62,6 +62,16 @@ def resync(after: int, oldest: int, last: int) -> SessionEvent:
     return SessionEvent(id=accounted, type=RESYNC, data={"after": after, "oldest": oldest, "last": last})
 
 
+def gap(after: int, answer: Mapping[str, Any]) -> SessionEvent | None:
+    """The resync rule, for every follower (this one, the API's backlog): a `resync` when the `events`
+    query's answer no longer keeps the events after `after` (the oldest kept is later than the next
+    one) or its ids are behind `after` (a reset); None when the log goes on from `after`."""
+    oldest, last = int(answer.get("oldest") or 0), int(answer.get("last") or 0)
+    if (oldest and after < oldest - 1) or last < after:
+        return resync(after, oldest, last)
+    return None
+
+
 async def follow_events(
     client: Client,
     session_id: str,
@@ -99,12 +109,9 @@ async def follow_event_batches(
     while True:
         answer = await read_events(handle, after, page)
         events = [SessionEvent.model_validate(event) for event in (answer or {}).get("events", [])]
-        if answer is not None:
-            oldest, last = int(answer.get("oldest") or 0), int(answer.get("last") or 0)
-            if (oldest and after < oldest - 1) or last < after:
-                gap = resync(after, oldest, last)
-                yield [gap]
-                after = gap.id
+        if answer is not None and (missed := gap(after, answer)) is not None:
+            yield [missed]
+            after = missed.id
         batch: list[SessionEvent] = []
         for event in events:
             if event.id <= after:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timedelta, timezone
-from typing import Any, AsyncIterator, Literal
+from typing import Any, AsyncIterator
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from temporalio.api.workflowservice.v1 import CountWorkflowExecutionsRequest, ListWorkflowExecutionsRequest
@@ -35,6 +35,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from hitl.encryption import why_sealed
+from workflows.contract import PendingItem
 from workflows.deciders import waits_for
 
 MEMO_KEY = "hitl_pending"
@@ -47,40 +48,25 @@ FAR_PAST = timedelta(days=4 * 366)  # nobody waits longer than this: where the s
 FINEST = timedelta(milliseconds=1)
 
 
-class InboxItem(BaseModel):
-    """One open pause: which session and call, what it would do, who may decide, for how long it waits."""
+class InboxItem(PendingItem):
+    """One open pause as an inbox lists it: the `pending` query's item (workflows/contract.py) as the
+    session's memo keeps it (workflows/visibility.py: arguments over 2,000 bytes dropped, no clocks),
+    with the session it waits in and for how long it has waited."""
 
     model_config = ConfigDict(extra="ignore")
 
     session_id: str
-    call_id: str
-    kind: Literal["approval", "question", "review"]
-    tool: str
-    args: dict[str, Any] = Field(default_factory=dict)
     args_truncated: bool = False  # the memo drops arguments over 2,000 bytes: `pending` has them whole
-    args_sha256: str | None = None
-    requested_at: datetime
     age_seconds: float = 0.0
-    requested_by: str | None = None
-    approvers: list[str] | None = None  # None: anyone may decide
-    required_approvals: int = 1
-    approvals: list[str] = Field(default_factory=list)
-    four_eyes: bool = False
-    claimed_by: str | None = None
-    claim_until: datetime | None = None
-    question: str | None = None
-    choices: list[str] | None = None
-    fields: list[dict[str, Any]] | None = None
-    result: str | None = None  # a review's result, clipped in the memo
-    deadline: datetime | None = None
-    # What a person needs to decide well (the workflow adds them to every pending item; absent on older sessions).
-    verified: bool = False  # who asked is proven (a verified session), not only asserted
-    led_by: str | None = None  # the user message the call followed
-    model_text: str | None = None  # what the model said before the call
-    description: str | None = None  # the tool's description
-    because: str | None = None  # why a person is needed
-    destructive: bool | None = None
-    remember_allowed: bool | None = None
+    # Not in the memo (the reminder and escalation clocks) nor said by the inbox (the API's words on
+    # `pending`): left out of the row.
+    remind_at: datetime | None = Field(default=None, exclude=True)
+    escalate_at: datetime | None = Field(default=None, exclude=True)
+    approving: str | None = Field(default=None, exclude=True)
+    at_deadline: str | None = Field(default=None, exclude=True)
+    # A child's call as its root lists it: the inbox lists the child session itself.
+    path: list[str] | None = Field(default=None, exclude=True)
+    child_call_id: str | None = Field(default=None, exclude=True)
 
     def claimed_by_someone_else(self, person: str, now: datetime) -> bool:
         """A live claim by another person; an expired one releases the item, memo or not."""

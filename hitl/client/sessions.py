@@ -12,12 +12,19 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from pydantic import BaseModel
 from temporalio.client import Client
 
 from hitl.client.run_history import newest_run, read_transcript
 from workflows.contract import TRANSCRIPT_PAGE
 
 RPC = timedelta(seconds=30)
+
+
+class MissingItems(BaseModel):
+    """In a transcript or audit read whole, where items gone with an earlier run (retention) were."""
+
+    missing: int
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,8 @@ def context_lines(item: dict[str, Any], now: datetime | None = None) -> list[str
     """What a person needs to decide: who asked and whether that is proven, their message, what the
     model said before the call, what the tool does, why a person is needed, and how long there is.
     Each line only when the session says it."""
-    first = f"asked by {asker(item)}"
+    # A sub-agent's call, listed by its root: the agents that asked, then for whom (docs/interface.md).
+    first = f"asked by {' › '.join(item['path'])}, for {asker(item)}" if item.get("path") else f"asked by {asker(item)}"
     if item.get("deadline"):
         first += f" · due {relative_deadline(item['deadline'], now)}"
     if item.get("required_approvals", 1) > 1:

@@ -137,7 +137,7 @@ async def test_a_resume_for_an_unknown_or_settled_interrupt_decides_nothing(api:
     approved, otherwise = await drive(api, session, step("ana", entries=[{"interruptId": call, **APPROVE}]),
                                       step("ana", entries=[{"interruptId": call, **reject}]))
     assert approved.finished and not approved.of_type("RUN_ERROR")
-    assert otherwise.error == f"resume {call}: {call} is already settled (approved)"
+    assert otherwise.error.startswith(f"resume {call}: {call} is already settled (approved by ana via ag-ui at "), otherwise.error
     assert [event["event"] for event in await audit_of(api, session)].count("rejected") == 0
 
 

@@ -84,7 +84,7 @@ def test_an_edit_is_shown_as_a_diff_against_the_models_arguments() -> None:
 def test_the_inbox_has_column_headers_and_says_verified_or_asserted() -> None:
     def row(session: str, verified: bool) -> InboxItem:
         return InboxItem(session_id=session, call_id="call_1", kind="approval", tool="delete_file",
-                         args={"path": "notes.txt"}, requested_at=NOW - timedelta(minutes=3), age_seconds=180,
+                         args={"path": "notes.txt"}, args_sha256="", requested_at=NOW - timedelta(minutes=3), age_seconds=180,
                          requested_by="ana", verified=verified, deadline=NOW + timedelta(hours=23, minutes=57))
     inbox = Inbox(items=[row("web-1", True), row("cli-1", False)], waiting_sessions=2, sessions=2, complete=True, read_at=NOW)
     header, first, second = render_inbox(inbox).splitlines()

@@ -52,6 +52,12 @@ FORGED: dict[str, Any] = {
     "first_message_asserted": False,
     "authors_since_reply": ["ana"],
     "authors_of_reply": ["ana"],
+    "delegations": 4,
+    "children": ["someone/janitor/1"],
+    "child_pauses": {"someone/janitor/1": {"session_id": "someone/janitor/1", "seq": 9, "items": [
+        {"call_id": "someone/janitor/1/call_1", "child_call_id": "call_1", "session_id": "someone/janitor/1",
+         "path": ["janitor"], "tool": "delete_file"}]}},
+    "reports_sent": 9,
 }
 BASE: dict[str, Any] = {"messages": [], "turn": 0, "total_steps": 0}
 

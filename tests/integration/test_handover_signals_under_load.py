@@ -1,5 +1,5 @@
-"""Under load, no signal sent as a session hands over is lost: the race test_handover_signals.py
-replays, sought live.
+"""Under load, no signal sent as a session hands over is lost: the race docs/long-sessions.md
+describes, sought live.
 
 Each attempt starts a session that hands over every 20 events, waits for its approval request and
 sends four `reject`s with a 1 MB `call_id`, which the session refuses and lists in

@@ -132,7 +132,8 @@ def test_a_person_sees_what_the_rules_let_them_decide() -> None:
     now = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
     def item(call_id: str, **fields: Any) -> InboxItem:
-        return InboxItem(session_id="s", call_id=call_id, kind="approval", tool="t", requested_at=now, **fields)
+        return InboxItem(session_id="s", call_id=call_id, kind="approval", tool="t", args={}, args_sha256="",
+                         requested_at=now, **fields)
 
     items = [
         item("open"),

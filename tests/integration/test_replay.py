@@ -4,11 +4,16 @@ tests/histories holds the history of every run of every session the test
 scenarios below made, recorded with `HITL_RECORD_HISTORIES=tests/histories ./test.sh`
 (files are `<test>--<workflow id>--<run id>.json`; a session that continued as
 new has one file per run). A change to the workflow that would break a session
-paused in production fails here; guard intended changes with `workflow.patched`.
+paused in production fails here; guard intended changes with a patch (workflows/patches.py).
+
+The corpus holds histories of supported builds only: each run begins with the marker of
+FIRST_SUPPORTED_BUILD or of a run-start patch newer than it. Histories of older builds are
+deleted when a new first supported build is named (docs/production.md, "The support window").
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -18,9 +23,13 @@ from temporalio.client import WorkflowHistory
 from tests.support import example_tools  # noqa: F401  (the corpus was recorded with these tools registered)
 from tests.support.sessions import Agent, eventually, parse_history_file_name, pending_items, query, settled
 from tests.support.replaying import worker_replayer
+from workflows.patches import FIRST_SUPPORTED_BUILD, RUN_START_PATCHES
 
 CORPUS = Path(__file__).resolve().parents[1] / "histories"
 RERECORD = "re-record with `HITL_RECORD_HISTORIES=tests/histories ./test.sh`"
+# The first supported build wrote this marker (not deprecated) first thing in every run: the sso
+# merge, 3e5ace7. Every patch before it is retired, with the histories of the builds that lacked it.
+FIRST_SUPPORTED_MARKER = FIRST_SUPPORTED_BUILD  # "groups-in-decision-proofs"
 
 # The scenarios the corpus must hold, by the test that records them.
 EXPECTED_SCENARIOS = {
@@ -118,7 +127,7 @@ EXPECTED_SCENARIOS = {
     # The README's temporal-CLI blocks are left out: their sessions are found through a
     # visibility query that can lag behind the test, and the same flows are recorded above.
     "test_readme_commands.py": [
-        "test_the_starter_commands_work_as_printed",
+        "test_readme_block_works_as_printed",
     ],
     "test_replay.py": [
         "test_a_session_run_just_now_replays",
@@ -164,18 +173,34 @@ async def test_recorded_history_replays(path: Path) -> None:
     await worker_replayer().replay_workflow(history)
 
 
-LEGACY = CORPUS / "legacy"
+def first_patch_marker(history: WorkflowHistory) -> str | None:
+    for event in history.events:
+        if event.HasField("marker_recorded_event_attributes") and event.marker_recorded_event_attributes.marker_name == "core_patch":
+            [data] = event.marker_recorded_event_attributes.details.values()  # sdk-core's "patch-data"
+            return str(json.loads(data.payloads[0].data)["id"])
+    return None
 
 
-@pytest.mark.parametrize("path", sorted(LEGACY.rglob("*.json")), ids=lambda p: f"{p.parent.name}/{p.stem[:70]}")
-async def test_sessions_recorded_by_earlier_versions_still_replay(path: Path) -> None:
-    """Sessions paused under an earlier version must finish on today's workers. legacy/ holds
-    histories from before long-session hand-overs (whole-conversation model inputs, hand-overs
-    only between turns); legacy/before-inbox/ one run of each scenario from before search
-    attributes, claims and verified decisions."""
-    workflow_id = path.stem.split("--")[1]
-    history = WorkflowHistory.from_json(workflow_id, path.read_text())
-    await worker_replayer().replay_workflow(history)
+def test_every_history_is_of_a_supported_build() -> None:
+    """A run that started begins with the first supported build's marker or a newer run-start patch's;
+    a history of an older build is no longer replayed and has no place here."""
+    supported = {FIRST_SUPPORTED_MARKER, *(patch for patch, _ in RUN_START_PATCHES)}
+    older = []
+    for path in corpus():
+        _, workflow_id, _ = parse_history_file_name(path)
+        history = WorkflowHistory.from_json(workflow_id, path.read_text())
+        started = any(event.HasField("workflow_task_completed_event_attributes") for event in history.events)
+        first = first_patch_marker(history)
+        if started and first not in supported and not invalid_input(history):
+            older.append(f"{path.name}: {first}")
+    assert not older, f"{len(older)} histories of builds before {FIRST_SUPPORTED_MARKER}:\n  " + "\n  ".join(older[:10])
+
+
+def invalid_input(history: WorkflowHistory) -> bool:
+    """A run refused as it starts (invalid session input) asks for no patch."""
+    last = history.events[-1]
+    return (last.HasField("workflow_execution_failed_event_attributes")
+            and last.workflow_execution_failed_event_attributes.failure.application_failure_info.type == "InvalidSessionInput")
 
 
 def test_the_corpus_holds_every_expected_scenario_run_by_run() -> None:

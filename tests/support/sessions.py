@@ -183,7 +183,8 @@ def current_test_name() -> str:
 
 
 def history_file_name(test: str, workflow_id: str, run_id: str) -> str:
-    return f"{test}--{workflow_id}--{run_id}.json"
+    """A child session's id has slashes (`<parent>/<agent>/<n>`): written %2F in a file's name."""
+    return f"{test}--{workflow_id.replace('/', '%2F')}--{run_id}.json"
 
 
 def parse_history_file_name(path: Path) -> tuple[str, str, str]:
@@ -193,7 +194,7 @@ def parse_history_file_name(path: Path) -> tuple[str, str, str]:
     workflow_id, _, run_id = rest.rpartition("--")
     if not workflow_id:
         workflow_id, run_id = rest, ""
-    return test.split("[")[0], workflow_id, run_id
+    return test.split("[")[0], workflow_id.replace("%2F", "/"), run_id
 
 
 async def eventually(

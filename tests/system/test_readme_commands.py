@@ -137,6 +137,12 @@ NOT_RUN = {
     'python -m bench.kill --kills 20': 'a benchmark of minutes; it reports numbers, it checks nothing',
     'python -m bench.transcript_read': 'a benchmark of minutes; it reports numbers, it checks nothing',
     'python -m bench.task_timeout': 'a benchmark of minutes; it reports numbers, it checks nothing',
+    # Quoted from modules' opening lines in docs/architecture.md's generated module table.
+    "python scripts/architecture.py": "rewrites that page's module table; tests/unit/test_architecture_doc.py compares "
+                                      "the page with what it would write",
+    "python starter.py tools": "hitl/console/tools.py's opening line; the README's HITL_MCP_CONFIG=mcp.json python starter.py tools runs",
+    "python starter.py watch '<session>'": "hitl/console/watch.py's opening line; tests/integration/test_watch.py runs starter.py watch",
+    "python starter.py --help": "starter.py's opening line; tests/system/test_usage_errors.py runs starter.py's help and its refusals",
 }
 
 

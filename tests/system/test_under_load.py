@@ -8,7 +8,7 @@ property tests run at the same time, each in a pytest with its own dev server, o
 whatever else the machine is doing. They wait three times as long as usual before they call a
 session stuck (a stuck one still fails): on CI beside a CPU hog, two of the catalogue's 60 s
 waits ran out. (One of those cases, "a 1 MB `call_id`, four times", failed again in CI later, and
-was no slowness: signals lost as the session handed over, tests/integration/test_handover_signals.py.)
+was no slowness: signals lost as the session handed over, tests/integration/test_handover_signals_under_load.py.)
 """
 
 from __future__ import annotations

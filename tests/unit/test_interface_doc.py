@@ -1,7 +1,8 @@
 """docs/interface.md says what the code does: its tables are read here and compared with the code.
 
 Signals, Updates and queries with workflows/contract.py (the status and pending answers with its
-models), the session's input keys with its input model, the HTTP routes with the FastAPI app's, and the environment variables with every
+models; the audit with AuditEvent), the HTTP answers that name a model (POST /sessions' Started, GET
+/inbox's InboxItem) with it, the session's input keys with its input model, the HTTP routes with the FastAPI app's, and the environment variables with every
 `HITL_*`, `TEMPORAL_*` and `OPENAI_*` name in the product's source, each both ways: a name the
 code gains and the page lacks fails here, and so does one the page keeps after the code dropped it.
 """
@@ -10,9 +11,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import get_args
+
+from pydantic import BaseModel
 
 from hitl.api.app import create_app
+from hitl.api.sessions import Started
+from hitl.client.inbox import InboxItem
+from hitl.client.sessions import MissingItems
 from workflows import contract
+from workflows.session import AuditEvent, AuditEventKind
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "interface.md").read_text()
@@ -57,10 +65,34 @@ def test_the_queries_are_the_contracts() -> None:
 def test_the_status_and_pending_answers_list_the_contracts_fields() -> None:
     """Every field of SessionStatus and PendingItem, and no other, in the queries' table (the
     input schema is never sent; `approving` and `at_deadline` are the HTTP API's, in its table)."""
-    keys = re.compile(r'(?<!: )(?<!or )"([a-z_0-9]+)"')  # not a value: `"kind": "approval" or "question"`
-    answers = {row[0]: set(keys.findall(row[1])) for row in table_after("**Queries**")}
+    answers = {row[0]: set(KEYS.findall(row[1])) for row in table_after("**Queries**")}
     assert answers["`status`"] == set(contract.SessionStatus.model_fields)
     assert answers["`pending`"] == set(contract.PendingItem.model_fields) - {"input_schema", "approving", "at_deadline"}
+
+
+KEYS = re.compile(r'(?<!: )(?<!or )"([a-z_0-9]+)"')  # not a value: `"kind": "approval" or "question"`
+
+
+def route_row(route: str) -> str:
+    """The HTTP routes table's row of `route` (its first cell starts with it)."""
+    [row] = [line for line in DOC.splitlines() if line.startswith(f"| `{route}`")]
+    return row
+
+
+def sent_fields(model: type[BaseModel]) -> set[str]:
+    """The keys a model puts on the wire (its excluded fields aside)."""
+    return set(model.model_json_schema(mode="serialization")["properties"])
+
+
+def test_the_start_inbox_and_audit_answers_list_their_models_fields() -> None:
+    """POST /sessions' 201 (Started), GET /inbox's rows (InboxItem) and the audit's events (AuditEvent,
+    and the `missing` placeholder of a whole read) each say every key they send, and no other."""
+    assert set(KEYS.findall(route_row("POST /sessions"))) == sent_fields(Started)
+    assert set(KEYS.findall(route_row("GET /inbox"))) == sent_fields(InboxItem)
+    [audit] = [row for row in table_after("**Queries**") if row[0] == "`audit`"]
+    assert set(KEYS.findall(audit[1])) == set(AuditEvent.model_fields) | set(MissingItems.model_fields)
+    kinds = audit[1].split("`event` one of ")[1].split(";")[0]
+    assert set(names_in(kinds)) == set(get_args(AuditEventKind))
 
 
 def test_the_input_keys_are_the_input_models() -> None:

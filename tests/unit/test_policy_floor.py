@@ -44,7 +44,7 @@ def planned(policy: OperatorPolicy, rules: SessionInput) -> Any:
     offered = {spec.name: spec for spec in CATALOG.select(None)}
     judgement = judge(JudgementRequest(reply=reply), offered, policy)
     judged = reply.model_copy(update={"catalog_plans": with_recorded_args(judgement.plans, reply)})
-    [plan] = plan_reply(judged, offered, rules, policy_floor_binds=True)
+    [plan] = plan_reply(judged, offered, rules)
     return plan
 
 

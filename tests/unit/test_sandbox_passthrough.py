@@ -24,6 +24,7 @@ FORBIDDEN_MODULES = {"os", "time", "random", "secrets", "uuid", "threading", "su
 WALL_CLOCK = {"now", "utcnow", "today"}  # datetime's; the workflow's own is workflow.now()
 OUTSIDE_THE_WORKFLOW = {
     ("workflows.policy", "os"): "policy_from_env: the judge_calls and session_facts local activities, the API",
+    ("workflows.agents", "os"): "agents_from_env: the worker as it starts, the session_facts and unknown_tools local activities",
     ("workflows.proofs", "secrets"): "sign_decision: the API and the terminal sign decisions, the workflow verifies",
     ("workflows.proofs", "sign_decision"): "likewise: its default `now` is the signer's clock",
 }

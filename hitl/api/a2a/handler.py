@@ -62,7 +62,8 @@ class SessionsAsTasks(RequestHandler):
         body = {**(data[0] if data else {}), **({"message": text} if text else {})}
         with as_a2a_errors():
             started = await sessions.start_session(request, body, person)
-        return task_of(started.session_id, started.status, started.pending)
+        answer = started.model_dump(mode="json", exclude_unset=True)  # as the 201 carries it
+        return task_of(answer["session_id"], answer["status"], answer["pending"])
 
     async def tell(self, request: Request, person: str, session_id: str, text: str) -> Task:
         async with granted(request, person, session_id, "message") as grant:

@@ -53,6 +53,11 @@ function reason(data) {
 }
 
 const path = (...parts) => "/" + parts.map(encodeURIComponent).join("/");
+// A sub-agent's call, listed by its root: the agents that asked, then for whom.
+const askedBy = (item) => {
+  const person = item.requested_by || "someone unnamed";
+  return item.path && item.path.length ? `${item.path.join(" › ")}, for ${person}` : person;
+};
 
 // ------------------------------------------------------------------ sign in
 
@@ -144,7 +149,7 @@ async function refreshInbox() {
     },
     el("span", { class: `kind ${item.kind}` }, item.kind, item.destructive ? badge("destructive") : ""),
     el("span", { class: "call" }, callText(item)),
-    el("span", { class: "meta asker" }, `asked by ${item.requested_by || "someone unnamed"} `, trustBadge(item)),
+    el("span", { class: "meta asker" }, `asked by ${askedBy(item)} `, trustBadge(item)),
     el("span", { class: "meta" }, `${item.session_id} · waiting ${age(item.age_seconds)}`,
       item.deadline ? ` · due ${relativeDeadline(item.deadline)}` : "",
       item.claimed_by ? ` · claimed by ${item.claimed_by}` : "",
@@ -212,7 +217,7 @@ function pendingCard(item) {
 function context(item) {
   const rows = [];
   const row = (label, role, value, cls) => rows.push(el("dt", {}, label), el("dd", { "data-role": role, class: cls }, value));
-  row("Asked by", "asked-by", [item.requested_by || "someone unnamed", " ", trustBadge(item)]);
+  row("Asked by", "asked-by", [askedBy(item), " ", trustBadge(item)]);
   if (item.led_by) row("Their message", "led-by", item.led_by, "quote");
   if (item.model_text) row("The model said", "model-text", item.model_text, "quote");
   if ((item.description && item.kind !== "question") || item.destructive) {  // a question's tool is the question

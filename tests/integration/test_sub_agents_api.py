@@ -1,0 +1,41 @@
+"""Sub-agents through the HTTP API: a child's call, listed by its root, is decided at the root's
+URL, by the people of the root, with a proof the API signs for the child (its session and call)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import AsyncIterator
+from urllib.parse import quote
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from tests.integration.test_sub_agents import JANITOR, DelegatingModel
+from tests.support.api_server import Api, serving, signing_key  # noqa: F401  (a fixture)
+from tests.support.sessions import eventually, running_agent
+
+
+@pytest.fixture
+async def delegating_api(env: WorkflowEnvironment, workspace: Path, signing_key: str) -> AsyncIterator[Api]:
+    async for agent in running_agent(env.client, workspace, DelegatingModel()):
+        async with serving(agent) as running:
+            yield running
+
+
+async def test_a_child_call_is_decided_at_its_root_through_the_api(delegating_api: Api) -> None:
+    started = await delegating_api.start("ana", "delegate janitor: delete notes.txt", agents={"janitor": JANITOR},
+                                         participants=["bob"])
+    root = started["session_id"]
+    async with delegating_api.as_("ana") as ana:
+        listed = await eventually(lambda: ana.get(f"/sessions/{root}/pending"), lambda answer: bool(answer.json()))
+        [item] = listed.json()
+        assert (item["path"], item["session_id"], item["tool"]) == (["janitor"], f"{root}/janitor/1", "delete_file")
+        async with delegating_api.as_("carol") as carol:  # not of the root's people: not even told it exists
+            assert (await carol.post(f"/sessions/{root}/calls/{quote(item['call_id'], safe='')}/approve",
+                                     json={})).status_code == 404
+        approved = await ana.post(f"/sessions/{root}/calls/{quote(item['call_id'], safe='')}/approve", json={})
+        assert approved.status_code == 200, approved.text
+        assert approved.json()["outcome"] == "approved" and approved.json()["call_id"] == item["child_call_id"]
+        done = await eventually(lambda: ana.get(f"/sessions/{root}"), lambda answer: answer.json()["state"] == "idle")
+        assert "Deleted notes.txt" in done.json()["last_answer"]
+    assert not (delegating_api.agent.workspace / "notes.txt").exists()

@@ -1,0 +1,239 @@
+"""Delegation: a `delegate__<name>(task)` call runs as a child AgentWorkflow, its final answer the result.
+
+A child is a session of its own (its history, budgets and hand-overs), started by its parent
+with workflow id `<parent id>/<agent>/<n>`, n counting the parent session's delegations from 1.
+Its input carries the root's rules whole (workflows/agents.py, child_input), so whoever owns,
+sees and decides in the root does in every child, and the operator's policy binds it as it
+binds every session this worker runs. A child answers once and closes; one that fails, is
+cancelled or stops without an answer is a tool error its parent's model reads.
+
+Children are started with parent_close_policy REQUEST_CANCEL: a root that closes (cancelled,
+or through Temporal) cancels them, and each settles what it waits for as any cancelled session
+does (workflows/closing.py). A person's cancel of the parent cancels a child still working at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RawValue
+from temporalio.exceptions import ApplicationError, ChildWorkflowError
+from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
+
+from workflows.agent_parts import AgentParts
+from workflows.agents import REPORTED_KEPT, AgentSpec, ChildPauses, Delegation, ForwardedToChild, agent_of, child_input, delegate_tool, merged, offered_agents
+from workflows.contract import CHILD_PAUSES, WORKFLOW
+from workflows.inbound import decoded
+from workflows.limits import RECORDED_BYTES, clip
+from workflows.session import DEFAULT_SYSTEM_PROMPT, SessionSummary
+
+# The reason a child closes with once it has answered its task.
+TASK_ANSWERED = "answered its task"
+
+
+class Delegating(AgentParts):
+    """Mixed into AgentWorkflow: the agents it may delegate to, and each delegation."""
+
+    def depth(self) -> int:
+        return len(self.config.delegated.path) if self.config.delegated else 0
+
+    def delegates(self) -> dict[str, AgentSpec]:
+        """The agents this session offers the model, by their delegate tool's name."""
+        return {delegate_tool(name): self.agents[name]
+                for name in offered_agents(self.agents, self.config.tools, self.depth())}
+
+    def learn_agents(self, operator: dict[str, AgentSpec]) -> None:
+        """This run's agents: the operator's and the session's, or, in a child, its parent's table.
+        A session that says it is a child is refused unless Temporal says that parent started it."""
+        delegated = self.config.delegated
+        if delegated is not None:
+            parent = workflow.info().parent
+            if parent is None or parent.workflow_id != delegated.parent:
+                raise ApplicationError("invalid session input: delegated: only the parent session named there may "
+                                       "start a child session", type="InvalidSessionInput", non_retryable=True)
+            self.agents = dict(self.config.agents or {})
+            return
+        try:
+            self.agents = merged(operator, self.config.agents)
+        except ValueError as error:
+            raise ApplicationError(f"invalid session input: {error}", type="InvalidSessionInput",
+                                   non_retryable=True) from None
+
+    def answered_its_task(self) -> bool:
+        """A child closes once its one turn ended (not when it was cancelled: that closes as usual)."""
+        if self.config.delegated is None or not self.run_state.turn or self.run_state.cancel_reason is not None:
+            return False
+        self.close(self.run_state.error or TASK_ANSWERED)
+        return True
+
+    async def delegate(self, tool: str, args: dict[str, Any]) -> str:
+        """The child's final answer, or an error its parent's model reads."""
+        name = agent_of(tool) or ""
+        if name not in self.agents:
+            return f"Error: {tool} failed: there is no agent named {name!r} any more"
+        self.run_state.delegations += 1
+        info = workflow.info()
+        above = self.config.delegated
+        delegation = Delegation(parent=info.workflow_id, root=above.root if above else info.workflow_id,
+                                path=[*(above.path if above else []), name])
+        start = child_input(self.config.model_dump(mode="json", exclude_none=True), self.agents, name,
+                            str(args.get("task", "")), delegation, DEFAULT_SYSTEM_PROMPT)
+        child_id = f"{info.workflow_id}/{name}/{self.run_state.delegations}"
+        try:
+            child = await workflow.start_child_workflow(
+                WORKFLOW, start, id=child_id, task_queue=info.task_queue, result_type=SessionSummary,
+                parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+                cancellation_type=ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
+                static_summary=f"{' / '.join(delegation.path)}: {clip(start['message'], 200)}",
+            )
+        except Exception as error:  # the id is taken by a running workflow, or the start failed
+            self.history_moved_on()
+            return f"Error: {tool} failed: the agent could not start ({clip(str(error), RECORDED_BYTES)})"
+        self.history_moved_on()  # the child's start is an event
+        self.run_state.children.append(child_id)
+        # Not in a `finally`: a run evicted from the worker's cache closes this coroutine, and no
+        # workflow code may run then. A session cancelled meanwhile lists no child (children_pending).
+        answer = await self.child_answer(tool, child, child_id)
+        self.child_finished(child_id)
+        return answer
+
+    async def child_answer(self, tool: str, child: Any, child_id: str) -> str:
+        await workflow.wait_condition(lambda: child.done() or self.run_state.cancel_reason is not None)
+        cancelled_here = not child.done()
+        if cancelled_here:
+            child.cancel()  # it settles its own pauses and closes; waited for (WAIT_CANCELLATION_COMPLETED)
+        try:
+            summary: SessionSummary = await child
+        except (ChildWorkflowError, asyncio.CancelledError) as error:
+            if isinstance(error, asyncio.CancelledError) and not cancelled_here:
+                raise  # this session itself was cancelled through Temporal
+            self.history_moved_on()
+            why = f"the session was cancelled ({self.run_state.cancel_reason})" if cancelled_here else \
+                clip(str(error.cause or error) if isinstance(error, ChildWorkflowError) else str(error), RECORDED_BYTES)
+            return f"Error: {tool} failed: {why}; see session {child_id}"
+        self.history_moved_on()
+        if summary.reason != TASK_ANSWERED or summary.last_answer is None:
+            return f"Error: {tool} did not answer: {summary.reason}; see session {child_id}"
+        return summary.last_answer
+
+
+def below(child: str, item: dict[str, Any]) -> bool:
+    """An item a child may report: its own call or one of a session under it, with a call id unique in the tree."""
+    session, call = item.get("session_id"), item.get("child_call_id")
+    return (isinstance(session, str) and isinstance(call, str) and (session == child or session.startswith(f"{child}/"))
+            and item.get("call_id") == f"{session}/{call}")
+
+
+class ChildPausesTable(AgentParts):
+    """Mixed into AgentWorkflow: what waits in the children, listed in `pending`; decisions forwarded.
+
+    A child signals its parent (`child_pauses`) whenever what waits in it or below it changes,
+    and the parent passes the news up in its own report: the root holds every pause of the tree.
+    A table in the workflow, not clients asking each child, because the root's `pending` query is
+    what every door reads (CLI, API, web, AG-UI, `wait_until_settled`), and a query cannot ask
+    another workflow. What a report says is shown, never trusted: a decision about a child's call
+    is forwarded to that child as it was sent (its `by` and its proof), and the child judges it by
+    its own rules and its own open call. A proof is signed for one session id (workflows/proofs.py),
+    so one signed for the root is refused by the child: it cannot be replayed against another
+    session. Verified decisions about a child's call are signed for the child (its `session_id`).
+    """
+
+    reports_in_flight: int
+    last_sent: asyncio.Future[None] | None
+
+    def children_pending(self) -> list[dict[str, Any]]:
+        """What waits below, as the children last said; nothing once this session has closed (its
+        children are cancelled with it, and settle their own calls)."""
+        if self.state == "closed":
+            return []
+        return [item for report in self.run_state.child_pauses.values() for item in report.items]
+
+    @workflow.signal(name=CHILD_PAUSES.name)
+    def child_pauses(self, payload: RawValue) -> None:
+        """Taken only from a child this session started and still waits for, only if newer, and
+        only about that child and the sessions below it (whose ids start with the child's)."""
+        self.history_moved_on()
+        try:
+            report = ChildPauses.model_validate(decoded(payload))
+        except Exception:  # noqa: BLE001 (only sessions send it: a malformed one is nobody's report)
+            return
+        known = self.run_state.child_pauses.get(report.session_id)
+        if report.session_id not in self.run_state.children or (known is not None and known.seq >= report.seq):
+            return
+        if not all(below(report.session_id, item) for item in report.items):
+            return
+        self.run_state.child_pauses[report.session_id] = report
+        self.follow_children()
+
+    def child_finished(self, child_id: str) -> None:
+        """A closed child waits for nothing: its pauses were settled as it closed."""
+        self.run_state.children = [child for child in self.run_state.children if child != child_id]
+        if self.run_state.child_pauses.pop(child_id, None) is not None:
+            self.follow_children()
+
+    def follow_children(self) -> None:
+        """While a call waits below, the session waits for people too (so `wait_until_settled`, the
+        API's start and its messages answer then); once none does, it runs on."""
+        if self.state == "closed":
+            return
+        if self.children_pending() and self.state == "running":
+            self.set_state("awaiting_human")
+        elif not self.children_pending() and self.state == "awaiting_human" and not self.run_state.pauses.open:
+            self.set_state("running")
+        else:
+            self.publish()
+
+    def report_pauses(self) -> None:
+        """A child's report to its parent, when what waits in it or below it changed."""
+        delegated = self.config.delegated
+        if delegated is None or not self.behaviours.delegates_to_agents:
+            return
+        own = workflow.info().workflow_id
+        items = [{**item.view(), "call_id": f"{own}/{item.call_id}", "child_call_id": item.call_id,
+                  "path": delegated.path, "session_id": own} for item in self.run_state.pauses.open]
+        items = [*items, *self.children_pending()][-REPORTED_KEPT:]
+        if items == self.last_report:
+            return
+        self.last_report = items
+        self.run_state.reports_sent += 1
+        report = ChildPauses(session_id=own, seq=self.run_state.reports_sent, items=items)
+        self.send_to(delegated.parent, CHILD_PAUSES.name, report.model_dump(mode="json"))
+
+    def send_to(self, session_id: str, signal: str, payload: Any) -> None:
+        """A signal to another session of the tree; one that has closed meanwhile hears nothing.
+        Each waits for the one before it: Temporal delivers signals to other workflows in no
+        promised order, and a forwarded claim overtaken by its release would hold the call."""
+        self.reports_in_flight += 1
+        before = self.last_sent
+
+        async def send() -> None:
+            try:
+                if before is not None:
+                    await before  # never raises: each send ends here
+                await workflow.get_external_workflow_handle(session_id).signal(signal, payload)
+            except Exception:  # noqa: BLE001 (closed: nothing waits there any more)
+                workflow.logger.info("signal %s to %s not delivered: it has closed", signal, session_id)
+            finally:
+                self.reports_in_flight -= 1
+
+        self.last_sent = asyncio.ensure_future(send())
+
+    def refer_to_child(self, payload: Any) -> None:
+        """Raises ForwardedToChild when the decision's call_id names a call that waits below."""
+        if not self.run_state.child_pauses or not isinstance(payload, dict):
+            return
+        call_id = payload.get("call_id")
+        if not isinstance(call_id, str):  # no call below has any other
+            return
+        for child, report in self.run_state.child_pauses.items():
+            for item in report.items:
+                if item.get("call_id") == call_id:
+                    raise ForwardedToChild(child, item["child_call_id"] if item.get("session_id") == child else call_id)
+
+    def forward(self, verb: str, payload: dict[str, Any], forwarded: ForwardedToChild) -> dict[str, Any]:
+        """The decision as it was sent, to the child it is about; the child judges it and audits it."""
+        self.send_to(forwarded.child, verb, {**payload, "call_id": forwarded.call_id})
+        return {"accepted": True, "call_id": str(payload.get("call_id")), "outcome": "forwarded",
+                "session_id": forwarded.child}
