@@ -9,11 +9,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.conversation_cache import CACHE
+from activities.mcp.elicitation import InputRequired
 from activities.model import final_on_attempt, heartbeating
 from activities.tools import ToolError
 from hitl.catalog.bounded_regexes import regex_time_limit
 from hitl.catalog import CATALOG, ArgumentsRejected, ToolCatalog, ToolContext
 from workflows.contract import RUN_TOOL
+from workflows.tool_input import INPUT_REQUIRED
 from workflows.forms import describe_validation_error
 from workflows.limits import well_formed
 from workflows.requests import ToolInvocation
@@ -38,6 +40,8 @@ class ToolActivities:
                     output = await self._run(invocation)
             CACHE.remember_tool_output(invocation.session_id, invocation.call_id, output)  # the next model call's
             return output
+        except InputRequired as asked:  # the workflow asks a person, then calls again (workflows/tool_input.py)
+            raise ApplicationError(within_limit(str(asked)), asked.question, type=INPUT_REQUIRED, non_retryable=True) from None
         except ToolError as error:
             # Bounded like a result: the model reads it, and history stores it.
             raise ApplicationError(within_limit(str(error)), type="ToolError", non_retryable=True) from None
@@ -57,7 +61,8 @@ class ToolActivities:
             raise ToolError(f"invalid arguments: {describe_validation_error(error)}") from None
         except ArgumentsRejected as error:
             raise ToolError(f"invalid arguments: {error}") from None
-        context = ToolContext(session_id=invocation.session_id, call_id=invocation.call_id, workspace=self.workspace)
+        context = ToolContext(session_id=invocation.session_id, call_id=invocation.call_id, workspace=self.workspace,
+                              tool_input=invocation.input)
         try:
             output = await spec.run(invocation.args, context)
         except ArgumentsRejected as error:  # a schema tool checks again, on what is left of the budget

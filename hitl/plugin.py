@@ -43,7 +43,7 @@ PURE_MODULES = (
 WORKFLOW_MODULES = (
     "workflows.agent", "workflows.handlers", "workflows.inbound", "workflows.views", "workflows.waiting",
     "workflows.judging", "workflows.starting", "workflows.continuing", "workflows.closing", "workflows.recorder",
-    "workflows.activity_calls", "workflows.agent_parts", "workflows.delegating",
+    "workflows.activity_calls", "workflows.agent_parts", "workflows.delegating", "workflows.tool_input",
 )
 SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
     "pydantic", "pydantic_core", "annotated_types", "typing_inspection", "cryptography", "jsonschema",

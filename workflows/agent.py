@@ -55,6 +55,7 @@ from workflows.recorder import Recorder
 from workflows.requests import ConversationRef, ToolInvocation
 from workflows.session import SessionState, SessionSummary, UserMessage
 from workflows.starting import Starting
+from workflows.tool_input import ToolInput, asked_input
 from workflows.views import Views
 from workflows.visibility import Publisher
 from workflows.waiting import Waiting
@@ -73,8 +74,8 @@ class ToolOutcome(BaseModel):
 
 
 @workflow.defn(name=WORKFLOW)
-class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPausesTable, Waiting, Continuing, Closing,
-                    Views, Recorder, LocalChecks):
+class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPausesTable, Waiting, ToolInput, Continuing,
+                    Closing, Views, Recorder, LocalChecks):
     @workflow.init
     def __init__(self, request: RawValue = None) -> None:  # type: ignore[assignment]  # none sent: refused below
         self.setup_error: str | None = None
@@ -93,6 +94,7 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
         self.notifications_in_flight = 0
         self.notices_in_flight: dict[str, int] = {}  # by call id: a `settled` notice waits for them
         self.hand_over_blocked = False
+        self.tool_inputs_waiting = 0  # tool calls waiting for a person to answer their server (tool_input.py)
         self.handing_over = False
         self.settled_event = 0  # the event id at which the session last stopped running
         self.waiters: list[int] = []  # wait_until_settled calls still waiting, oldest first
@@ -314,17 +316,27 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
             outcome.text = f"{settlement.note}\n\n{outcome.text}"
         return outcome
 
-    async def run_tool(self, call_id: str, tool: str, args: dict[str, Any]) -> ToolOutcome:
+    async def run_tool(self, call_id: str, tool: str, args: dict[str, Any],
+                       answered: dict[str, Any] | None = None) -> ToolOutcome:
         if tool in self.delegates():  # an agent's answer, from a child session: output like a tool's
             text = await self.delegate(tool, args)
             self.output_entered(tool, call_id)
             return ToolOutcome(text=text, ran=not text.startswith("Error:"))
-        invocation = ToolInvocation(session_id=workflow.info().workflow_id, call_id=call_id, tool=tool, args=args)
+        invocation = ToolInvocation(session_id=workflow.info().workflow_id, call_id=call_id, tool=tool, args=args,
+                                    input=answered)
         try:
             output = read_result(await self.activity_outcome(workflow.execute_activity(
                 RUN_TOOL.name, invocation, result_type=RawValue, summary=f"{tool} ({call_id})", **TOOL_CALL
             )), RUN_TOOL.result)
         except ActivityError as error:
+            asked = asked_input(error)  # its MCP server asks a person first (workflows/tool_input.py)
+            if asked is not None:
+                retry, refused = (await self.answer_tool_input(call_id, tool, args, asked, (answered or {}).get("round", 0) + 1)
+                                  if not isinstance(asked, str) else (None, f"Error: {tool} failed: {asked}"))
+                if retry is not None:
+                    return await self.run_tool(call_id, tool, args, retry)
+                self.output_entered(tool, call_id)
+                return ToolOutcome(text=refused or "")
             # An error's text is the tool's (an MCP server's isError result, an exception's message):
             # it enters the conversation like a result, so it counts as the tool's output too.
             self.output_entered(tool, call_id)

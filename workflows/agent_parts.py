@@ -33,7 +33,8 @@ if TYPE_CHECKING:  # declarations only; the mixins' modules import this one
     from workflows.visibility import Publisher
     from workflows.conversation import ChatMessage, Conversation
     from workflows.identity import RunCheck, SpentProof
-    from workflows.pauses import ClaimVerdict, Outcome, Settlement, Verdict
+    from workflows.pauses import ClaimVerdict, Outcome, PauseKind, Settlement, Verdict
+    from workflows.planning import PlannedCall
     from workflows.rules import Grant
 
 T = TypeVar("T")
@@ -62,6 +63,7 @@ class AgentParts:
     closed_reason: str | None
     notifications_in_flight: int
     notices_in_flight: dict[str, int]  # call id -> its notifications still being sent (a `settled` notice waits)
+    tool_inputs_waiting: int  # tool calls waiting for a person to answer their MCP server (tool_input.py)
     hand_over_blocked: bool  # too much waits for people to hand over now
     handing_over: bool
     settled_event: int  # the event id at which the session last stopped running
@@ -107,6 +109,9 @@ class AgentParts:
         def settle_all(self, outcome: Outcome, why: str) -> None: ...
         def live_grants(self) -> list[Grant]: ...
         def notify_settled(self, settlement: Settlement) -> None: ...
+        def request_person(self, kind: PauseKind, plan: PlannedCall, result: str | None = None,
+                           asked: Any = None) -> None: ...  # asked: a tool server's question (tool_input.py)
+        async def wait_for_people(self) -> None: ...
 
         # Continue-as-new (workflows/continuing.py).
         def history_is_long(self) -> bool: ...

@@ -49,7 +49,8 @@ class Continuing(AgentParts):
 
     def should_hand_over(self) -> bool:
         """Wake a wait to hand over."""
-        return not self.hand_over_blocked and self.history_is_long()
+        # Not while a tool call waits for its server's question to be answered: the call is in no RunState.
+        return not self.hand_over_blocked and not self.tool_inputs_waiting and self.history_is_long()
 
     async def hand_over_if_long(self) -> None:
         if self.should_hand_over():

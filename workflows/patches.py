@@ -44,6 +44,12 @@ FIRST_SUPPORTED_BUILD = GROUPS_IN_PROOFS
 # it, no session had agents and none started a child. The newest, asked at run start.
 SUB_AGENTS = "sub-agents-as-child-sessions"
 
+# Asked only where a tool activity ends with its MCP server's question (input_required, an
+# ApplicationError of type InputRequired): since, a question pause is opened and the call is retried
+# with the answer (workflows/tool_input.py); before it, the failure was the tool's error like any
+# other. A run that never meets one writes no marker.
+TOOL_INPUT_AS_A_PAUSE = "mcp-input-required-as-a-question-pause"
+
 # The patches asked at run start since the first supported build, newest first, each with the
 # behaviour it brought: a run that has one has every older one, and none of the newer. A run that
 # has none is of the first supported build.

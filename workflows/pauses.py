@@ -76,6 +76,10 @@ class PendingCall(BaseModel):
     description: str | None = None  # the tool's own description
     because: str | None = None  # why a person is needed: the rule or policy line
     remember_allowed: bool | None = None  # False when the operator's policy forbids remembering it
+    # A question its tool's MCP server asks (workflows/tool_input.py): which server, and for a URL its domain.
+    server: str | None = None
+    url: str | None = None
+    domain: str | None = None
 
     def view(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True, exclude={"input_schema"})
@@ -103,6 +107,7 @@ class Settlement(BaseModel):
     rule: str | None = None
     remember: Remember | None = None
     requested_by: str | None = None  # whose request it was: a remembered approval covers only theirs
+    answer: Any = None  # the checked answer to a tool server's question, sent back on the retried call
 
 
 class Vote(BaseModel):
@@ -192,7 +197,7 @@ class Pauses(BaseModel):
             answer = check_answer(decision.answer, item.choices, item.fields)
         except ValueError as error:
             raise Refusal(f"answer refused: {error}", code="invalid") from None
-        return _settle(item, "answered", now, decision.by,
+        return _settle(item, "answered", now, decision.by, answer=answer if item.server is not None else None,
                        result=answer_as_tool_result(answer, by=decision.by, verified=item.verified is True))
 
     def _reject(self, item: PendingCall, decision: Reject, now: datetime) -> Settlement:

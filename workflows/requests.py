@@ -40,6 +40,8 @@ class ToolInvocation(BaseModel):
     call_id: str
     tool: str
     args: dict[str, Any]
+    # A retried call that answers what its MCP server asked: the key, requestState and the answer.
+    input: dict[str, Any] | None = None
 
 
 MESSAGES_PER_NOTICE = 20

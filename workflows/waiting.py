@@ -23,6 +23,7 @@ from workflows.pauses import Outcome, PauseKind, PendingCall, Settlement, deadli
 from workflows.planning import PlannedCall
 from workflows.requests import MessageRef, Notification, NotifyReceipt, SettledNotice
 from workflows.rules import Grant, args_sha256
+from workflows.tool_input import AskedInput
 from workflows.visibility import compact_item
 from workflows.agent_parts import AgentParts
 
@@ -56,7 +57,8 @@ class Waiting(AgentParts):
                         rule="the tool's own setting: it runs without asking"
                         + ("; a person reviews its result" if plan.review else ""))
 
-    def request_person(self, kind: PauseKind, plan: PlannedCall, result: str | None = None) -> None:
+    def request_person(self, kind: PauseKind, plan: PlannedCall, result: str | None = None,
+                       asked: AskedInput | None = None) -> None:
         rules, now = self.config, workflow.now()
         decided_by_approvers = kind != "question"
         approvers = rules.approvers_for(plan.tool) if decided_by_approvers else None
@@ -84,7 +86,12 @@ class Waiting(AgentParts):
             input_schema=plan.input_schema if kind == "approval" else None,
         )
         self.describe_for_the_person(item, plan)
-        if kind == "question":
+        if asked is not None:  # a tool's MCP server asks (workflows/tool_input.py)
+            item.question, item.choices, item.fields = asked.question, asked.choices, asked.fields
+            item.server, item.url, item.domain = asked.server, asked.url, asked.domain
+            item.because = f"the MCP server {asked.server} asks a person"
+            item.led_by, item.model_text = self.conversation.context_of(plan.call_id.split("~input")[0], 1_000)
+        elif kind == "question":
             question = question_of(plan.args)
             item.question = question.question
             item.choices = question.choices

@@ -18,17 +18,23 @@ import os
 import sys
 import threading
 from contextlib import AsyncExitStack
-from datetime import timedelta
 from typing import Any, Callable
 
-import httpx
+import httpx2
 from mcp import ClientSession, StdioServerParameters, types
+# Private in mcp 2.3: its only public caller is mcp.Client(mode="auto"), which owns its transport and
+# session, while this module needs its own (the sandboxed stdio process, the ping, the tool-change
+# stream). Re-implementing the SDK's fallback rules here would drift from them; the unit test
+# tests/unit/test_mcp_negotiation.py fails by name if the SDK moves or changes it.
+from mcp.client._probe import negotiate_auto
 from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import listen
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.exceptions import McpError
+from mcp.shared.exceptions import MCPError
 
 from activities.mcp.config import ServerEntry
+from activities.mcp.elicitation import decline_live_elicitation
 from activities.mcp.sandbox import bwrap_path, sandboxed_command
 from hitl.control_characters import shown
 
@@ -69,6 +75,11 @@ class ServerConnection:
         self._lost = asyncio.Event()  # set when the current session has ended
         self._in_flight = 0
 
+    @property
+    def protocol_version(self) -> str | None:
+        """The MCP revision the current session speaks (2026-07-28, or an older server's), if connected."""
+        return self._session.protocol_version if self._session is not None else None
+
     async def start(self, wait_seconds: float = CONNECT_SECONDS) -> bool:
         """Start supervising; True when the first session is up within `wait_seconds`."""
         self._task = asyncio.create_task(self._supervise(), name=f"mcp-server-{self.name}")
@@ -89,8 +100,12 @@ class ServerConnection:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
 
-    async def call(self, tool: str, args: dict[str, Any], on_sent: Callable[[], None], wait_seconds: float) -> types.CallToolResult:
-        """Call a tool on the shared session. `on_sent` runs just before the request leaves.
+    async def call(self, tool: str, args: dict[str, Any], on_sent: Callable[[], None], wait_seconds: float,
+                   input_responses: dict[str, Any] | None = None, request_state: str | None = None,
+                   ) -> types.CallToolResult | types.InputRequiredResult:
+        """Call a tool on the shared session. `on_sent` runs just before the request leaves. A
+        2026-07-28 server may answer input_required (activities/mcp/elicitation.py); the call
+        that answers it carries `input_responses` and the kept `request_state`.
 
         A call in flight when its session is lost (the supervisor noticed a
         dead process or an unanswered ping) fails at once rather than at its
@@ -100,16 +115,20 @@ class ServerConnection:
         on_sent()
         self._in_flight += 1
         try:
-            return await _unless(lost, session.call_tool(
-                tool, args, read_timeout_seconds=timedelta(seconds=self.entry.timeout_seconds)))
-        except McpError as error:
+            result = await _unless(lost, session.call_tool(
+                tool, args, read_timeout_seconds=self.entry.timeout_seconds, input_responses=input_responses,
+                request_state=request_state, allow_input_required=True))
+            if not isinstance(result, (types.CallToolResult, types.InputRequiredResult)):
+                raise CallInterrupted(f"the server answered with a {type(result).__name__}, not a tool result")
+            return result
+        except MCPError as error:
             if error.error.code == types.CONNECTION_CLOSED:
                 self._mark_broken(session, error.error.message)
                 raise CallInterrupted(error.error.message) from None
-            if error.error.code == httpx.codes.REQUEST_TIMEOUT:  # slow, not broken: the pings tell
+            if error.error.code == types.REQUEST_TIMEOUT:  # slow, not broken: the pings tell
                 raise CallInterrupted(f"no answer within {self.entry.timeout_seconds:g} s") from None
             raise  # the server answered with an error: its answer to this call
-        except (OSError, httpx.HTTPError, EOFError) as error:
+        except (OSError, httpx2.HTTPError, EOFError) as error:
             self._mark_broken(session, str(error))
             raise CallInterrupted(f"{type(error).__name__}: {error}") from None
         except Exception as error:  # anyio's closed or broken streams when the process died mid-call
@@ -163,9 +182,14 @@ class ServerConnection:
     async def _one_session(self) -> None:
         async with AsyncExitStack() as stack:
             read, write = await stack.enter_async_context(self._transport())
-            session = await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
-            await asyncio.wait_for(session.initialize(), CONNECT_SECONDS)
+            session = await stack.enter_async_context(ClientSession(
+                read, write, read_timeout_seconds=CONNECT_SECONDS, message_handler=self._on_message,
+                # Advertises elicitation (form and URL), which 2026-07-28 servers ask by input_required.
+                elicitation_callback=decline_live_elicitation))
+            # server/discover first (2026-07-28), the initialize handshake for an older server.
+            await asyncio.wait_for(negotiate_auto(session), CONNECT_SECONDS)
             await self._list_tools(session)
+            await self._listen_for_tool_changes(session, stack)
             self._broken = False
             self._lost = asyncio.Event()
             self._session = session
@@ -202,7 +226,26 @@ class ServerConnection:
                 self._refresh = False
                 await self._list_tools(session)
             if not woke and not (self.entry.command is not None and self._in_flight):
-                await asyncio.wait_for(session.send_ping(), PING_TIMEOUT_SECONDS)
+                await asyncio.wait_for(_ping(session), PING_TIMEOUT_SECONDS)
+
+    async def _listen_for_tool_changes(self, session: ClientSession, stack: AsyncExitStack) -> None:
+        """On 2026-07-28 a server says its tools changed only on a subscriptions/listen stream (older
+        ones send a notification, _on_message). A server that cannot listen is listed only at connect."""
+        if session.discover_result is None:
+            return
+        try:
+            # Acknowledged within the session's read timeout, CONNECT_SECONDS.
+            subscription = await stack.enter_async_context(listen(session, tools_list_changed=True))
+        except Exception as error:  # noqa: BLE001 (its tools stay as listed)
+            log.warning("MCP server %s: no subscription to its tool changes (%s)", self.name, _describe(error))
+            return
+
+        async def follow() -> None:
+            async for _ in subscription:
+                self._tools_changed()
+
+        following = asyncio.create_task(follow(), name=f"mcp-listen-{self.name}")
+        stack.callback(following.cancel)
 
     async def _list_tools(self, session: ClientSession) -> None:
         tools: list[types.Tool] = []
@@ -212,16 +255,19 @@ class ServerConnection:
                 session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None), CONNECT_SECONDS
             )
             tools.extend(page.tools)
-            cursor = page.nextCursor
+            cursor = page.next_cursor
             if not cursor:
                 break
         self.on_tools(self.name, tools)
 
     async def _on_message(self, message: Any) -> None:
         """Runs in the session's receive loop: it may not send requests itself, so it wakes the supervisor."""
-        if isinstance(message, types.ServerNotification) and isinstance(message.root, types.ToolListChangedNotification):
-            self._refresh = True
-            self._wake.set()
+        if isinstance(message, types.ToolListChangedNotification):
+            self._tools_changed()
+
+    def _tools_changed(self) -> None:
+        self._refresh = True
+        self._wake.set()
 
     async def _sleep(self, seconds: float) -> bool:
         """Sleep, or less when woken; True when woken."""
@@ -232,6 +278,14 @@ class ServerConnection:
             return False
         finally:
             self._wake.clear()
+
+
+async def _ping(session: ClientSession) -> None:
+    """2026-07-28 has no ping: a server/discover at the negotiated version is as cheap, and answered."""
+    if session.discover_result is not None and session.protocol_version is not None:
+        await session.send_discover(session.protocol_version)
+    else:
+        await session.send_ping()
 
 
 async def _unless(lost: asyncio.Event, call: Any) -> Any:
@@ -317,7 +371,7 @@ def _describe(error: BaseException) -> str:
     """The innermost useful message of an error (anyio groups wrap the real one)."""
     while getattr(error, "exceptions", None):  # an exception group (Python 3.11+, or anyio's backport)
         error = error.exceptions[0]  # type: ignore[attr-defined]
-    if isinstance(error, McpError):
+    if isinstance(error, MCPError):
         return error.error.message
     text = str(error) or type(error).__name__
     return f"{type(error).__name__}: {text}" if not isinstance(error, OSError) else text

@@ -37,16 +37,16 @@ class McpPolicy:
 
 def hints_of(tool: types.Tool) -> str:
     hints = tool.annotations or types.ToolAnnotations()
-    said = [word for word, flag in (("read-only", hints.readOnlyHint), ("destructive", hints.destructiveHint),
-                                     ("idempotent", hints.idempotentHint), ("open-world", hints.openWorldHint))
+    said = [word for word, flag in (("read-only", hints.read_only_hint), ("destructive", hints.destructive_hint),
+                                     ("idempotent", hints.idempotent_hint), ("open-world", hints.open_world_hint))
             if flag is True]
     return ", ".join(said)
 
 
 def policy_for(server: str, entry: ServerEntry, tool: types.Tool, offered_as: str) -> McpPolicy:
     hints = tool.annotations or types.ToolAnnotations()
-    read_only = hints.readOnlyHint is True
-    destructive = not read_only and hints.destructiveHint is True  # shown to the approver, trusted or not
+    read_only = hints.read_only_hint is True
+    destructive = not read_only and hints.destructive_hint is True  # shown to the approver, trusted or not
     claimed = hints_of(tool)
     trusted = entry.trusted or policy_trusts(server)
     override = entry.override_for(tool.name, offered_as)
@@ -63,7 +63,7 @@ def policy_for(server: str, entry: ServerEntry, tool: types.Tool, offered_as: st
     if entry.says_idempotent(tool.name, offered_as):
         repeatable = True
     else:
-        repeatable = trusted and not needs and (read_only or hints.idempotentHint is True)
+        repeatable = trusted and not needs and (read_only or hints.idempotent_hint is True)
     return McpPolicy(needs, destructive, repeatable, rule=rule, hints=claimed, why=why)
 
 

@@ -54,8 +54,8 @@ def defused(text: str) -> str:
 
 def result_text(result: types.CallToolResult) -> str:
     parts = [_part_text(part) for part in result.content]
-    if not parts and result.structuredContent is not None:
-        parts.append(json.dumps(result.structuredContent, ensure_ascii=False))
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
     return "\n".join(parts) if parts else "(no output)"
 
 
@@ -63,12 +63,12 @@ def _part_text(part: types.ContentBlock) -> str:
     if isinstance(part, types.TextContent):
         return part.text
     if isinstance(part, (types.ImageContent, types.AudioContent)):
-        return f"[{part.type} ({part.mimeType}), {len(part.data) * 3 // 4} bytes, not shown]"
+        return f"[{part.type} ({part.mime_type}), {len(part.data) * 3 // 4} bytes, not shown]"
     if isinstance(part, types.ResourceLink):
         return f"[resource {part.uri}]"
     if isinstance(part, types.EmbeddedResource):
         resource = part.resource
         if isinstance(resource, types.TextResourceContents):
             return resource.text
-        return f"[resource {resource.uri} ({resource.mimeType or 'binary'}), not shown]"
+        return f"[resource {resource.uri} ({resource.mime_type or 'binary'}), not shown]"
     return f"[{getattr(part, 'type', 'content')} not shown]"

@@ -23,15 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from mcp import types
-from mcp.shared.exceptions import McpError
+from mcp.shared.exceptions import MCPError
 
 from activities.mcp.config import ServerEntry, config_from_env
+from activities.mcp.elicitation import InputRequired, question_from, responses_for
 from activities.mcp.connection import CallInterrupted, ServerConnection, ServerUnavailable
 from activities.mcp.policy import policy_for, policy_trusts
 from activities.mcp.sandbox import bwrap_path, bwrap_problem
 from activities.mcp.results import as_tool_output, defused, result_text
 from activities.tools.errors import ToolError
-from activities.tools.receipts import has_receipt, write_receipt
+from activities.tools.receipts import has_receipt, remove_receipt, write_receipt
 from hitl.catalog import CATALOG, SchemaToolSpec, ToolCatalog, ToolContext
 from hitl.catalog.schema_tools import schema_problem
 from workflows.limits import json_size
@@ -130,9 +131,9 @@ class McpToolbox:
         for tool in tools:
             name = offered_name(server, tool.name)
             title = tool.annotations.title if tool.annotations else None  # shown and defused like the description
-            size = json_size([tool.description, tool.inputSchema, *([title] if title else [])])
+            size = json_size([tool.description, tool.input_schema, *([title] if title else [])])
             problem = None if OFFERED_NAME.match(name) else "its name does not fit mcp__<server>__<tool> in 64 letters, digits, _ or -"
-            problem = problem or self.taken(server, name) or schema_problem(tool.inputSchema)
+            problem = problem or self.taken(server, name) or schema_problem(tool.input_schema)
             if problem is None and size > MAX_TOOL_BYTES:
                 problem = f"its description{', title' if title else ''} and schema are {size} bytes; at most {MAX_TOOL_BYTES}"
             if problem is None and size > room:
@@ -148,7 +149,7 @@ class McpToolbox:
                 name=name,
                 # What a server says of its tool reaches the model and the card: defused like its results.
                 description=defused((tool.description or (tool.annotations and tool.annotations.title) or tool.name).strip()),
-                input_schema=tool.inputSchema,
+                input_schema=tool.input_schema,
                 needs_approval=policy.needs_approval,
                 destructive=policy.destructive,
                 approval_rule=policy.rule,
@@ -195,17 +196,25 @@ class McpToolbox:
             if not repeatable:
                 write_receipt(context.workspace, context.session_id, context.call_id, offered, "sent to the MCP server")
 
+        answered = context.tool_input
         try:
-            result = await self.connections[server].call(tool, args, before_sending, READY_WAIT_SECONDS)
+            result = await self.connections[server].call(
+                tool, args, before_sending, READY_WAIT_SECONDS,
+                input_responses=responses_for(answered) if answered else None,
+                request_state=answered.get("request_state") if answered else None)
         except ServerUnavailable:
             raise  # not sent: the activity's next attempt tries again, the last one tells the model
         except CallInterrupted as error:
             if repeatable:
                 raise  # read-only or idempotent: sending it again is safe
             raise ToolError(_maybe_happened(offered, str(error))) from None
-        except McpError as error:
+        except MCPError as error:
             raise ToolError(f"the MCP server {server!r} refused the call: {defused(error.error.message)}") from None
-        if result.isError:
+        if isinstance(result, types.InputRequiredResult):
+            if not repeatable:  # the server answered: nothing is in doubt, and the answered call is sent again
+                remove_receipt(context.workspace, context.session_id, context.call_id)
+            raise InputRequired(question_from(server, result))
+        if result.is_error:
             raise ToolError(as_tool_output(offered, result_text(result)))
         return as_tool_output(offered, result_text(result))
 
@@ -224,7 +233,7 @@ def defused_annotations(annotations: types.ToolAnnotations | None) -> dict[str, 
     """The server's annotations as the catalog keeps them, their title defused (its hints are flags)."""
     if annotations is None:
         return None
-    kept = annotations.model_dump(exclude_none=True)
+    kept = annotations.model_dump(by_alias=True, exclude_none=True)  # camelCase, as the catalog always kept them
     if isinstance(kept.get("title"), str):
         kept["title"] = defused(kept["title"])
     return kept

@@ -46,3 +46,9 @@ def has_receipt(workspace: Path, session_id: str, call_id: str) -> bool:
             "SELECT 1 FROM receipts WHERE session_id = ? AND call_id = ?", (session_id, call_id)
         ).fetchone()
     return row is not None
+
+
+def remove_receipt(workspace: Path, session_id: str, call_id: str) -> None:
+    """The call was answered (an MCP server's input_required): it is no longer in doubt."""
+    with closing(_open(workspace)) as db, db:
+        db.execute("DELETE FROM receipts WHERE session_id = ? AND call_id = ?", (session_id, call_id))

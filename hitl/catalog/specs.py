@@ -35,6 +35,8 @@ class ToolContext:
     session_id: str
     call_id: str
     workspace: Path
+    # The answer to what the tool's server asked (activities/mcp/elicitation.py), on its retried call.
+    tool_input: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,7 @@ reached the server is never sent again (activities/mcp/toolbox.py, docs/mcp.md).
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -21,8 +18,8 @@ from tests.support.sessions import SECRET_KEY, Agent, pending_items, settled
 from tests.support.fake_openai import FakeOpenAI, text, tool_calls
 from tests.support.mcp_servers import (
     block_commits, git_server, gone, kill, make_repo, mcp_agent, outer_pid, processes_running, subjects, tool_output, tool_results, wait_for_file,
+    worker_process,
 )
-from tests.support.stack import ROOT, product_env
 from hitl.worker import build_worker
 
 
@@ -64,30 +61,18 @@ async def test_a_worker_killed_mid_call_leaves_no_server_behind_and_the_commit_h
     repo = make_repo(tmp_path)
     inside, release = block_commits(repo, tmp_path)
     servers = {"git": git_server(repo)}
-    config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": servers}))
     task_queue = f"hitl-mcp-{uuid.uuid4().hex[:8]}"
     where = {"repo_path": str(repo)}
     with FakeOpenAI() as fake:
         fake.script(tool_calls(("commit", "mcp__git__git_commit", {**where, "message": "Add notes"})), text("checked"))
-        log = (tmp_path / "worker.log").open("wb")
-        worker = subprocess.Popen(
-            [sys.executable, "worker.py"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-            env=product_env(
-                TEMPORAL_ADDRESS=env.client.service_client.config.target_host, HITL_TASK_QUEUE=task_queue,
-                HITL_WORKSPACE=str(workspace), HITL_MCP_CONFIG=str(config), HITL_MODEL="test-model",
-                OPENAI_API_KEY=SECRET_KEY, OPENAI_BASE_URL=fake.base_url,
-            ),
-        )
-        try:
+        address = env.client.service_client.config.target_host
+        with worker_process(address, task_queue, workspace, servers, fake, tmp_path) as worker:
             session = await Agent(env.client, task_queue, workspace).start("commit my notes")
             await pending_items(session)
             await session.execute_update("approve_update", {})
             await wait_for_file(inside)
             worker.send_signal(signal.SIGKILL)
             worker.wait()
-        finally:
-            kill(worker.pid)
         # The sandboxed server dies with its worker (bwrap --die-with-parent), inside the commit it was in.
         release.touch()
         assert await gone(str(repo)), "a stdio server outlived its SIGKILLed worker"

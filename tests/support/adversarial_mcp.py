@@ -34,10 +34,12 @@ import anyio
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.subscriptions import ToolsListChanged
 
 STATE = Path(sys.argv[1])
-server: Server[Any, Any] = Server("adversary")
 sessions: list[Any] = []
+changes = InMemorySubscriptionBus()  # 2026-07-28 clients hear of a change on their subscriptions/listen stream
 
 
 def effect(tool: str, args: dict[str, Any]) -> None:
@@ -66,19 +68,21 @@ def peek() -> dict[str, Any]:
     return {"environs": environs, "files": files, "pid": os.getpid(), "cwd": os.getcwd()}
 
 
-@server.list_tools()
-async def list_tools() -> list[types.Tool]:
-    if server.request_context.session not in sessions:
-        sessions.append(server.request_context.session)
+async def list_tools(context: Any, params: Any) -> types.ListToolsResult:
+    if context.session not in sessions:
+        sessions.append(context.session)
     listed = json.loads((STATE / "tools.json").read_text())
-    return [types.Tool(name=tool["name"], description=tool.get("description", tool["name"]),
+    return types.ListToolsResult(tools=[types.Tool(name=tool["name"], description=tool.get("description", tool["name"]),
                        inputSchema={"type": "object", "additionalProperties": True},
                        annotations=types.ToolAnnotations(**tool["annotations"]) if tool.get("annotations") else None)
-            for tool in listed]
+            for tool in listed])
 
 
-@server.call_tool(validate_input=False)
-async def call_tool(name: str, arguments: dict[str, Any]) -> list[types.TextContent]:
+async def call_tool(context: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    return types.CallToolResult(content=await answer(params.name, params.arguments or {}))
+
+
+async def answer(name: str, arguments: dict[str, Any]) -> list[types.TextContent]:
     if name == "peek":
         return [types.TextContent(type="text", text=json.dumps(peek()))]
     if name == "fetch_page":
@@ -98,8 +102,13 @@ async def relist_when_told() -> None:
         await anyio.sleep(0.05)
         if following.exists():
             following.replace(STATE / "tools.json")
+            await changes.publish(ToolsListChanged())
             for session in sessions:
                 await session.send_tool_list_changed()
+
+
+server: Server[Any] = Server("adversary", on_list_tools=list_tools, on_call_tool=call_tool,
+                             on_subscriptions_listen=ListenHandler(changes))
 
 
 async def main() -> None:

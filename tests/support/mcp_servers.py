@@ -12,9 +12,9 @@ import os
 import signal
 import subprocess
 import sys
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Iterator
 
 import uvicorn
 from mcp import ClientSession, StdioServerParameters, types
@@ -22,6 +22,8 @@ from mcp.client.stdio import stdio_client
 from mcp.server.lowlevel import Server
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.subscriptions import ToolsListChanged
 from starlette.applications import Starlette
 from starlette.routing import Route
 
@@ -30,6 +32,7 @@ from activities.openai_backend import OpenAIBackend
 from hitl.devserver import free_port
 from tests.support.sessions import SECRET_KEY, Agent, running_agent
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.stack import ROOT, product_env
 
 
 def git(repo: Path, *args: str) -> str:
@@ -157,6 +160,29 @@ async def mcp_agent(env_client: Any, workspace: Path, servers: dict[str, Any]) -
                 yield agent, fake, toolbox
 
 
+@contextmanager
+def worker_process(address: str, task_queue: str, workspace: Path, servers: dict[str, Any], fake: FakeOpenAI,
+                   folder: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`python worker.py` with these MCP servers (a config file in `folder`) and the scripted model,
+    for a test to SIGKILL; killed at the end if it still runs. Its output goes to folder/worker.log."""
+    config = folder / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    with (folder / "worker.log").open("wb") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "worker.py"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            env=product_env(
+                TEMPORAL_ADDRESS=address, HITL_TASK_QUEUE=task_queue, HITL_WORKSPACE=str(workspace),
+                HITL_MCP_CONFIG=str(config), HITL_MODEL="test-model", OPENAI_API_KEY=SECRET_KEY,
+                OPENAI_BASE_URL=fake.base_url,
+            ),
+        )
+        try:
+            yield worker
+        finally:
+            kill(worker.pid)
+            worker.wait()
+
+
 def tool_results(fake: FakeOpenAI, request: int = -1) -> dict[str, str]:
     """The tool results the model read in one of its requests, by call id."""
     return {m["tool_call_id"]: m["content"] for m in fake.requests[request]["messages"] if m["role"] == "tool"}
@@ -181,6 +207,7 @@ class TimeOverHttp:
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.hidden: set[str] = set()
         self.sessions: set[ServerSession] = set()
+        self.changes = InMemorySubscriptionBus()  # how a 2026-07-28 client hears of a change
         self.stack = AsyncExitStack()
 
     async def __aenter__(self) -> TimeOverHttp:
@@ -188,17 +215,17 @@ class TimeOverHttp:
             command=sys.executable, args=["-m", "mcp_server_time", "--local-timezone", "UTC"])))
         upstream = await self.stack.enter_async_context(ClientSession(read, write))
         await upstream.initialize()
-        server: Server[Any, Any] = Server("time-over-http")
 
-        @server.list_tools()
-        async def list_tools() -> list[types.Tool]:
-            self.sessions.add(server.request_context.session)
-            return [tool for tool in (await upstream.list_tools()).tools if tool.name not in self.hidden]
+        async def list_tools(context: Any, params: Any) -> types.ListToolsResult:
+            self.sessions.add(context.session)
+            return types.ListToolsResult(
+                tools=[tool for tool in (await upstream.list_tools()).tools if tool.name not in self.hidden])
 
-        @server.call_tool(validate_input=False)
-        async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-            return await upstream.call_tool(name, arguments)
+        async def call_tool(context: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+            return await upstream.call_tool(params.name, params.arguments or {})
 
+        server: Server[Any] = Server("time-over-http", on_list_tools=list_tools, on_call_tool=call_tool,
+                                     on_subscriptions_listen=ListenHandler(self.changes))
         manager = StreamableHTTPSessionManager(app=server)
 
         async def endpoint(scope: Any, receive: Any, send: Any) -> None:
@@ -213,6 +240,7 @@ class TimeOverHttp:
         return self
 
     async def announce_change(self) -> None:
+        await self.changes.publish(ToolsListChanged())
         for session in list(self.sessions):
             try:
                 await session.send_tool_list_changed()
@@ -280,3 +308,18 @@ class Adversary:
 def tool(name: str, **hints: bool) -> dict[str, Any]:
     """A tool definition as the adversary lists it: a name and whatever annotations it claims."""
     return {"name": name, "description": f"{name} (says its server)", "annotations": hints or None}
+
+
+ASKING = Path(__file__).resolve().parent / "asking_mcp.py"
+
+
+def asking_server(folder: Path, *flags: str) -> dict[str, Any]:
+    """tests/support/asking_mcp.py (the SDK's MCPServer), sandboxed, trusted: its tools run without
+    approval, so what waits is only what the server asks. It records each answer it sees in `folder`."""
+    return {"command": sys.executable, "args": [str(ASKING), str(folder), *flags], "trusted": True,
+            "auto_approve": ["*"], "sandbox": {"paths": [str(folder)], "read_only": [str(ASKING.parent)]}}
+
+
+def answers_seen(folder: Path) -> list[dict[str, Any]]:
+    log = folder / "seen.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
