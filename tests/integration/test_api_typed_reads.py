@@ -53,6 +53,7 @@ INBOX_ROW_KEYS = {
     "requested_by", "approvers", "required_approvals", "approvals", "four_eyes", "claimed_by", "claim_until", "question",
     "choices", "fields", "result", "deadline", "verified", "led_by", "model_text", "description", "because",
     "destructive", "remember_allowed",
+    "server", "url", "domain",  # since: an MCP server's question (which server asks, its link)
 }
 
 
