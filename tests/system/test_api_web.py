@@ -301,3 +301,21 @@ async def test_on_a_phone_the_card_is_one_column_with_large_targets(api: Api, br
     assert shown["count"] >= 3 and shown["small"] == [], shown
     assert shown["fonts"] and min(shown["fonts"]) >= 16, shown
     await screenshot(browser, "web-phone.png")
+
+
+async def test_a_card_settled_elsewhere_says_by_whom_and_through_which_door(api: Api, browser: Any) -> None:
+    """bob has the card open; carol approves it through another door (here the API): bob's page says
+    who settled it and how, where the card was, and the events list says it too."""
+    started = await api.start("ana", "please delete notes.txt", participants=["bob", "carol"],
+                              approvers={"delete_file": ["bob", "carol"]})
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+    await sign_in(browser, api, "bob")
+    await until(browser, click(f'button.item[data-session="{session}"]'))
+    await until(browser, find(f'.pending-item[data-call="{call}"] button.approve'))
+    await until(browser, lambda b: "live" in b.find_element("id", "stream-state").text)
+    async with api.as_("carol") as carol:
+        (await carol.post(f"/sessions/{session}/calls/{call}/approve", json={})).raise_for_status()
+    said = await until(browser, lambda b: b.find_element("id", "decision-result").text or None)
+    assert said == f"{call} approved by carol via api", said
+    [settled] = await until(browser, find('#events li[data-type="pause_settled"]'))
+    assert settled.find_element("css selector", ".text").text == f"{call} approved by carol via api"

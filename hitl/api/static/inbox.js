@@ -8,7 +8,7 @@ const INBOX_EVERY_MS = 5000;
 // `signedIn` counts sign-ins: an answer that arrives after its person signed out belongs to nobody.
 // `csrf`: set while signed in through the organisation's sign-in (an HttpOnly cookie the page never
 // reads), sent with every request; with an API token instead, the token goes in Authorization.
-const state = { session: null, source: null, lastEventId: null, inboxTimer: null, signedIn: 0, csrf: null };
+const state = { session: null, source: null, lastEventId: null, inboxTimer: null, signedIn: 0, csrf: null, person: null };
 
 const $ = (id) => document.getElementById(id);
 
@@ -70,7 +70,7 @@ function signOut(message) {
   state.signedIn += 1;
   closeStream();
   clearInterval(state.inboxTimer);
-  Object.assign(state, { session: null, lastEventId: null, inboxTimer: null });
+  Object.assign(state, { session: null, lastEventId: null, inboxTimer: null, person: null });
   for (const id of ["items", "pending", "transcript", "events"]) $(id).replaceChildren();
   for (const id of ["count", "inbox-error", "session-id", "decision-result", "stream-state"]) $(id).textContent = "";
   $("empty").hidden = true;
@@ -88,6 +88,7 @@ async function signIn() {
   $("sign-out").hidden = false;
   const me = await api("GET", "/me");
   if (!me.ok) return;
+  state.person = me.data.person;
   $("who").textContent = `signed in as ${me.data.person}`;
   await refreshInbox();
   state.inboxTimer = setInterval(refreshInbox, INBOX_EVERY_MS);
@@ -449,7 +450,7 @@ function describe(event) {
   switch (event.type) {
     case "state": return `state: ${data.state}`;
     case "pause_opened": return `waiting: ${data.kind} of ${data.tool} (${data.call_id})`;
-    case "pause_settled": return `${data.call_id} ${data.outcome}${data.by ? " by " + data.by : ""}${data.reason ? ": " + data.reason : ""}`;
+    case "pause_settled": return `${settledLine(data)}${data.reason ? ": " + data.reason : ""}`;
     case "tool_result": return `${data.tool || "result"} (${data.call_id}): ${data.content}`;
     case "vote": return `${data.call_id}: approval by ${data.by}`;
     case "answer": return `answer: ${data.text}`;
@@ -492,9 +493,21 @@ async function openStream() {
   };
 }
 
+// "call_1 approved by ana via slack": who settled a call, and through which door.
+function settledLine(data) {
+  return `${data.call_id} ${data.outcome}${data.by ? " by " + data.by : ""}${data.via ? " via " + data.via : ""}`;
+}
+
 function onEvent(message, sessionId) {
   if (sessionId !== state.session) return;
   const event = JSON.parse(message.data);
+  const data = event.data || {};
+  // A card on this page settled by someone else, or elsewhere (Slack, mail, the CLI): say so where
+  // the card was, not only in the event list (this page's own decision says its own outcome).
+  if (event.type === "pause_settled" && data.by !== state.person
+      && document.querySelector(`.pending-item[data-call="${CSS.escape(String(data.call_id))}"]`)) {
+    say(settledLine(data), false);
+  }
   if (event.type !== "resync") state.lastEventId = event.id;
   // Numbered by the event's own id (what Last-Event-ID names), in the row itself: a list marker sits
   // outside the scrolling box and lost its digits past 9.
