@@ -53,11 +53,21 @@ async def inbox(
             raise HTTPException(503, f"this namespace lacks the sessions' search attributes ({error.message})") from None
         raise
     now = datetime.now(timezone.utc)
-    items = [item for session, item in rows if decides(person, session, item, policy)]
+    items = [at_its_root(item) for session, item in rows if decides(person, session, item, policy)]
     for item in items:
         item.age_seconds = max(0.0, (now - item.requested_at).total_seconds())
     items.sort(key=lambda item: (item.requested_at, item.session_id, item.call_id))
     return items[:LIMIT]
+
+
+def at_its_root(item: InboxItem) -> InboxItem:
+    """A sub-agent's call where the API reaches it: at its root session, whose `pending` lists it as
+    `<child id>/<call id>` (workflows/delegating.py) and whose decision routes take it there. A
+    child's id holds `/` (`<root>/<agent>/<n>`), which no session id of a route does."""
+    if "/" not in item.session_id:
+        return item
+    root = item.session_id.split("/", 1)[0]
+    return item.model_copy(update={"session_id": root, "call_id": f"{item.session_id}/{item.call_id}"})
 
 
 def approvers_filter(person: str, policy: Policy | None) -> str:

@@ -39,3 +39,25 @@ async def test_a_child_call_is_decided_at_its_root_through_the_api(delegating_ap
         done = await eventually(lambda: ana.get(f"/sessions/{root}"), lambda answer: answer.json()["state"] == "idle")
         assert "Deleted notes.txt" in done.json()["last_answer"]
     assert not (delegating_api.agent.workspace / "notes.txt").exists()
+
+
+async def test_the_inbox_lists_a_childs_call_at_its_root_where_it_is_decided(delegating_api: Api) -> None:
+    """A child's id holds `/`, which no route takes: its row points at the root, which lists the call
+    and decides it (the web inbox opens the row's session and decides there)."""
+    started = await delegating_api.start("ana", "delegate janitor: delete notes.txt", agents={"janitor": JANITOR},
+                                         participants=["bob"])
+    root = started["session_id"]
+    async with delegating_api.as_("bob") as bob:
+        inbox = await eventually(lambda: bob.get("/inbox"), lambda answer: any(
+            row["session_id"] == root for row in answer.json()))
+        [row] = [row for row in inbox.json() if row["session_id"] == root]
+        assert row["call_id"] == f"{root}/janitor/1/call_1" and row["tool"] == "delete_file"
+        listed = (await bob.get(f"/sessions/{row['session_id']}/pending")).json()
+        assert [item["call_id"] for item in listed] == [row["call_id"]]
+        approved = await bob.post(f"/sessions/{row['session_id']}/calls/{quote(row['call_id'], safe='')}/approve",
+                                  json={})
+        assert approved.status_code == 200, approved.text
+    async def deleted() -> bool:
+        return not (delegating_api.agent.workspace / "notes.txt").exists()
+
+    await eventually(deleted, bool)
