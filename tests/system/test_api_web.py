@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.support.api_server import Api, api, scripted_api, signing_key, token_of  # noqa: F401  (fixtures)
+from tests.integration.test_sub_agents_api import delegating_api  # noqa: F401  (a fixture)
 from tests.support.browser import NEEDS_CHROMIUM, browser, click, find, text_of, until  # noqa: F401  (browser: a fixture)
 from tests.support.sessions import eventually
 from tests.support.fake_openai import FakeOpenAI, completion, text, tool_calls
@@ -319,3 +320,28 @@ async def test_a_card_settled_elsewhere_says_by_whom_and_through_which_door(api:
     assert said == f"{call} approved by carol via api", said
     [settled] = await until(browser, find('#events li[data-type="pause_settled"]'))
     assert settled.find_element("css selector", ".text").text == f"{call} approved by carol via api"
+
+
+async def test_a_sub_agents_call_is_decided_from_the_web_inbox_at_its_root(delegating_api: Api, browser: Any) -> None:
+    """ana's session delegates to the janitor, whose deletion waits: bob's inbox row is at the root,
+    its card says which agent asked and for whom, and his approval there runs the tool in the child."""
+    from tests.integration.test_sub_agents import JANITOR
+
+    api = delegating_api
+    root = (await api.start("ana", "delegate janitor: delete notes.txt", agents={"janitor": JANITOR},
+                            participants=["bob"]))["session_id"]
+    await sign_in(browser, api, "bob")
+    await until(browser, click(f'button.item[data-session="{root}"]'))
+    card = f'.pending-item[data-call="{root}/janitor/1/call_1"]'
+    await until(browser, find(f"{card} button.approve"))
+    assert text_of(f"{card} [data-role=asked-by]")(browser).startswith("janitor, for ana"), \
+        text_of(f"{card} [data-role=asked-by]")(browser)
+    await until(browser, click(f"{card} button.approve:not(.confirm-edit)"))
+
+    async def deleted() -> bool:
+        return not (api.agent.workspace / "notes.txt").exists()
+
+    await eventually(deleted, bool)
+    async with api.as_("ana") as ana:
+        done = await eventually(lambda: ana.get(f"/sessions/{root}"), lambda answer: answer.json()["state"] == "idle")
+    assert "Deleted notes.txt" in done.json()["last_answer"]
