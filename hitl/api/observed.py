@@ -14,6 +14,7 @@ session id in a label would be a time series per session.
 from __future__ import annotations
 
 import os
+import re
 import time
 from contextlib import nullcontext
 from typing import Any, Awaitable, Callable, Mapping
@@ -24,6 +25,8 @@ from temporalio.runtime import Runtime
 
 from hitl import telemetry
 from hitl.telemetry import API_REQUEST_SECONDS, API_REQUESTS
+
+CONVERTER = re.compile(r":[a-z]+}")
 
 tracer = trace.get_tracer(__name__)
 
@@ -76,9 +79,10 @@ class ObservedRequests:
 
 
 def route_of(scope: Scope) -> str:
-    """The matched route's template (`/sessions/{session_id}`), or "unmatched"."""
+    """The matched route's template (`/sessions/{session_id}`), or "unmatched"; a parameter's
+    converter (`{call_id:path}`, a sub-agent's call id holds slashes) is no part of its name."""
     route = scope.get("route")
-    return getattr(route, "path", None) or "unmatched"
+    return CONVERTER.sub("}", getattr(route, "path", None) or "unmatched")
 
 
 def observe(app: Any, environ: Mapping[str, str] = os.environ) -> None:
