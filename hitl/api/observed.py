@@ -14,7 +14,6 @@ session id in a label would be a time series per session.
 from __future__ import annotations
 
 import os
-import re
 import time
 from contextlib import nullcontext
 from typing import Any, Awaitable, Callable, Mapping
@@ -25,8 +24,6 @@ from temporalio.runtime import Runtime
 
 from hitl import telemetry
 from hitl.telemetry import API_REQUEST_SECONDS, API_REQUESTS
-
-CONVERTER = re.compile(r":[a-z]+}")
 
 tracer = trace.get_tracer(__name__)
 
@@ -82,7 +79,7 @@ def route_of(scope: Scope) -> str:
     """The matched route's template (`/sessions/{session_id}`), or "unmatched"; a parameter's
     converter (`{call_id:path}`, a sub-agent's call id holds slashes) is no part of its name."""
     route = scope.get("route")
-    return CONVERTER.sub("}", getattr(route, "path", None) or "unmatched")
+    return getattr(route, "path_format", None) or getattr(route, "path", None) or "unmatched"
 
 
 def observe(app: Any, environ: Mapping[str, str] = os.environ) -> None:

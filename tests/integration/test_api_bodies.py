@@ -131,9 +131,9 @@ def bodies(fields: list[str]) -> st.SearchStrategy[bytes]:
 
 def routes_of(app: Any) -> list[tuple[str, str]]:
     """(method, path template) of every route the app serves, included routers' too, HEAD aside
-    (GET's twin). FastAPI 0.165 keeps an included router whole in `app.routes`; older ones flatten it."""
+    (GET's twin), as OpenAPI names them (no `:path` converter). FastAPI 0.165 keeps an included router whole in `app.routes`; older ones flatten it."""
     flattened = getattr(fastapi.routing, "iter_route_contexts", lambda routes: routes)(app.routes)
-    return sorted((method, route.path) for route in flattened
+    return sorted((method, getattr(route, "path_format", route.path)) for route in flattened
                   for method in getattr(route, "methods", None) or () if method != "HEAD")
 
 
