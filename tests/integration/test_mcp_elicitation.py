@@ -8,6 +8,7 @@ import asyncio
 import json
 import signal
 import uuid
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,40 @@ async def test_an_older_servers_question_during_a_call_is_declined_with_the_reas
         assert seen["tool"] == "remember_me" and "durable pause" in seen["error"], seen
         assert tool_output(tool_results(fake)["r1"], "mcp__old__remember_me") == f"not asked: {seen['error']}"
         assert await query(session, "pending") == []
+
+
+async def test_a_question_answered_three_days_later_after_its_worker_was_killed_finishes_the_tool(
+    skipping_env: WorkflowEnvironment, workspace: Path, tmp_path: Path
+) -> None:
+    """Three days of server time pass (time-skipping) while the question waits and no worker runs:
+    the worker process was SIGKILLed. Another worker, with a new server process, sends the answer
+    with the kept requestState (the server seals it for a week of its own clock), and the tool
+    finishes with that answer."""
+    servers = {"diner": asking_server(tmp_path)}
+    task_queue = f"hitl-mcp-{uuid.uuid4().hex[:8]}"
+    three_days = 3 * 86400
+    with FakeOpenAI() as fake:
+        fake.script(tool_calls(("b1", "mcp__diner__book_table", {"day": "friday"})), text("booked"))
+        address = skipping_env.client.service_client.config.target_host
+        with worker_process(address, task_queue, workspace, servers, fake, tmp_path) as worker:
+            with skipping_env.with_time_skipping_disabled():  # time moves only when the test says
+                session = await Agent(skipping_env.client, task_queue, workspace).start(
+                    "book a table for friday", answer_timeout_seconds=7 * 86400)
+            [item] = await pending_items(session)
+            assert item["call_id"] == "b1~input1" and item["server"] == "diner"
+            worker.send_signal(signal.SIGKILL)
+            worker.wait()
+
+        assert await skipping_env.fast_forward(session, three_days)
+        backend = OpenAIBackend(api_key=SECRET_KEY, base_url=fake.base_url, default_model="test-model")
+        async with McpToolbox(parse_config({"mcpServers": servers})):
+            async with build_worker(skipping_env.client, task_queue, backend, workspace):
+                [item] = await pending_items(session)  # still asked, three days on
+                assert item["call_id"] == "b1~input1" and item["question"] == "Who is the table for?"
+                await session.execute_update("answer_update", {"answer": {"name": "Ana", "guests": 3}, "by": "ana"})
+                assert (await settled(session))["last_answer"] == "booked"
+                audit = {e["event"]: e["at"] for e in await query(session, "audit") if e["call_id"] == "b1~input1"}
+    waited = datetime.fromisoformat(audit["answered"]) - datetime.fromisoformat(audit["requested"])
+    assert waited >= timedelta(seconds=three_days), audit
+    assert answers_seen(tmp_path) == [{"tool": "book_table", "action": "accept", "content": {"name": "Ana", "guests": 3}}]
+    assert tool_output(tool_results(fake)["b1"], "mcp__diner__book_table") == "booked friday for Ana, 3 guests"
