@@ -17,9 +17,9 @@ from typing import Any
 
 from ag_ui.core import CustomEvent, ResumeEntry
 from fastapi import HTTPException, Request
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from hitl.api.calls import AnswerBody, ApproveBody, RejectBody, Verb, decide, given
+from hitl.api.calls import DOOR_VERBS, Verb, decide, decision_fields
 from hitl.api.gateway import temporal
 from hitl.api.guard import Grant, allowed_on_call
 from hitl.api.ag_ui_events import DECISIONS
@@ -27,7 +27,6 @@ from hitl.client.sessions import read_all
 from workflows.contract import AUDIT_PAGE
 from workflows.forms import check_answer, describe_validation_error
 
-BODIES: dict[str, type[BaseModel]] = {"approve": ApproveBody, "reject": RejectBody, "answer": AnswerBody}
 # The audit's record of each decision (workflows/recorder.py, AUDIT_EVENT).
 RECORDED_AS = {"approve": ("approved", "edited"), "reject": ("rejected",), "answer": ("answered",)}
 ARTICLE = {"approval": "an"}
@@ -49,16 +48,15 @@ def resolution_of(entry: ResumeEntry) -> Resolution:
     if entry.status == "cancelled":
         return Resolution(call_id, "reject", {"reason": ABANDONED})
     payload = entry.payload
-    if not isinstance(payload, dict) or payload.get("decision") not in BODIES:
+    if not isinstance(payload, dict) or payload.get("decision") not in DOOR_VERBS:
         raise HTTPException(422, f"resume {call_id}: the payload must be an object with \"decision\": "
                                  "\"approve\", \"reject\" or \"answer\" (the interrupt's responseSchema)")
     verb: Verb = payload["decision"]
     rest = {key: value for key, value in payload.items() if key != "decision"}
     try:
-        body = BODIES[verb].model_validate(rest)
+        return Resolution(call_id, verb, decision_fields(verb, rest))
     except ValidationError as error:
         raise HTTPException(422, f"resume {call_id}: {describe_validation_error(error)}") from None
-    return Resolution(call_id, verb, {"answer": body.answer} if verb == "answer" else given(body))  # type: ignore[attr-defined]
 
 
 async def decide_resumed(request: Request, session_id: str, person: str, entries: list[ResumeEntry]) -> list[CustomEvent]:

@@ -99,6 +99,17 @@ def given(body: BaseModel) -> dict[str, Any]:
     return body.model_dump(exclude_none=True, exclude={"by"})
 
 
+DOOR_VERBS = ("approve", "reject", "answer")
+BODIES: dict[str, type[BaseModel]] = {"approve": ApproveBody, "reject": RejectBody, "answer": AnswerBody}
+
+
+def decision_fields(verb: str, body: dict[str, Any]) -> dict[str, Any]:
+    """What a door other than these routes (AG-UI's resume, an A2A data part) sends for `verb`,
+    checked as the route's body is; ValidationError names what is wrong."""
+    checked = BODIES[verb].model_validate(body)
+    return {"answer": body["answer"]} if verb == "answer" else given(checked)
+
+
 @router.post("/approve")
 async def approve(session_id: str, call_id: str, body: ApproveBody, request: Request,
                   grant: Grant = Depends(allowed_on_call("approve"))) -> dict[str, Any]:

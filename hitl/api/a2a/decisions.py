@@ -12,14 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from a2a.utils.errors import InvalidParamsError
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from hitl.api import calls
+from hitl.api.calls import DOOR_VERBS, decision_fields
 from workflows.forms import describe_validation_error
 
 Verb = Literal["approve", "reject", "answer"]
-BODIES: dict[str, type[BaseModel]] = {"approve": calls.ApproveBody, "reject": calls.RejectBody,
-                                      "answer": calls.AnswerBody}
 
 
 @dataclass(frozen=True)
@@ -37,11 +35,9 @@ def decision_of(data: Any) -> Decision:
     call_id, verb = given.pop("call_id", None), given.pop("decision", None)
     if not isinstance(call_id, str) or not call_id:
         raise InvalidParamsError("a decision names its call: call_id, from the card's data part")
-    if verb not in BODIES:
+    if verb not in DOOR_VERBS:
         raise InvalidParamsError(f"decision: one of approve, reject, answer (not {verb!r})")
     try:
-        body = BODIES[verb].model_validate(given)
+        return Decision(call_id, verb, decision_fields(verb, given))
     except ValidationError as error:
         raise InvalidParamsError(f"{verb}: {describe_validation_error(error)}") from None
-    fields = {"answer": given["answer"]} if verb == "answer" else calls.given(body)
-    return Decision(call_id, verb, fields)
