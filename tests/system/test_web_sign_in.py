@@ -35,11 +35,6 @@ async def web_api(env: WorkflowEnvironment, workspace: Path, signing_key: str, o
             yield running
 
 
-async def submit(browser: Any, selector: str) -> None:
-    [button] = await until(browser, find(selector))
-    await asyncio.to_thread(button.click)
-
-
 async def test_ana_signs_in_at_her_provider_decides_from_the_inbox_and_signs_out(web_api: Api, browser: Any) -> None:
     started = await web_api.start("olga", "please delete notes.txt", approvers={"delete_file": [ANA]})
     session, call = started["session_id"], started["pending"][0]["call_id"]
@@ -49,7 +44,9 @@ async def test_ana_signs_in_at_her_provider_decides_from_the_inbox_and_signs_out
     [login] = await until(browser, find('input[name="login"]'))  # the provider's own login page
     await asyncio.to_thread(login.send_keys, "ana")
     await asyncio.to_thread(browser.find_element("css selector", 'input[name="password"]').send_keys, "any\n")
-    await submit(browser, 'button[type="submit"]')  # the provider asks her to consent
+    # The provider asks her to consent on a page of its own: wait for that page, not for any submit
+    # button (the login page's own is still there while the browser posts the password).
+    await until(browser, click('input[name="prompt"][value="consent"] ~ button[type="submit"]'))
     await until(browser, lambda b: b.find_element("id", "who").text == f"signed in as {ANA}")
 
     [cookie] = [c for c in await asyncio.to_thread(browser.get_cookies) if c["name"] == SESSION_COOKIE]
