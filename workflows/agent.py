@@ -83,10 +83,13 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
         # Used to plan replies recorded before the catalog's verdict was (workflows/planning.py).
         self.offered = {spec.name: spec for spec in CATALOG.select(self.config.tools)}
         # The first message's `by` is the start input's: on a verified session it counts as proven
-        # only with the API's start proof (learn_environment). The speaker's, likewise.
+        # only with the API's start proof (learn_environment). The speaker's, likewise. A child's
+        # first request is whoever asked its parent for the task (workflows/agents.py, Delegation).
+        delegated = self.config.delegated
+        asked_by = delegated.requester(self.config.by) if delegated else self.config.by
         # All that outlives this run: continue-as-new hands it over whole (workflows/handover.py).
         self.run_state = RunState(messages=[], turn=0, total_steps=0, events=EventLog(),
-                                  inbox=[UserMessage(text=self.config.message, by=self.config.by)],
+                                  inbox=[UserMessage(text=self.config.message, by=asked_by)],
                                   first_message_asserted=True, verifier=Verifier(required=self.config.verified_decisions))
         self.chain: list[str] = []  # hash chain over this run's messages
         self.state: SessionState = "running"

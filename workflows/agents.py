@@ -54,6 +54,13 @@ class Delegation(BaseModel):
     parent: Name  # the parent session's id; the child refuses to start unless Temporal says so too
     root: Name
     path: Annotated[list[AgentName], Field(min_length=1, max_length=MAX_DEPTH)]  # agent names, root's child first
+    # Who asked for the task: the parent's speaker when it delegated (None: nobody named). Set,
+    # it is the child's first requester instead of its `by` (the root's owner), so four-eyes and
+    # remembered approvals judge a child's calls as the parent's own. Unset on children of older runs.
+    asked_by: Name | None = None
+
+    def requester(self, owner: str | None) -> str | None:
+        return self.asked_by if "asked_by" in self.model_fields_set else owner
 
 
 # A child's report lists at most this many open calls (its own and its children's), newest first kept.
@@ -132,7 +139,7 @@ def child_input(parent: dict[str, Any], agents: dict[str, AgentSpec], name: str,
         "message": task, "system_prompt": f"{system_prompt}\n\n{agent.instructions}",
         "tools": agent.tools, "model": agent.model or parent.get("model"), "max_steps": agent.max_steps,
         "agents": {key: spec.model_dump(exclude_defaults=True) for key, spec in agents.items()},
-        "delegated": delegation.model_dump(),
+        "delegated": delegation.model_dump(exclude_unset=True),
     }
 
 

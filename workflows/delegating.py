@@ -77,7 +77,8 @@ class Delegating(AgentParts):
         info = workflow.info()
         above = self.config.delegated
         delegation = Delegation(parent=info.workflow_id, root=above.root if above else info.workflow_id,
-                                path=[*(above.path if above else []), name])
+                                path=[*(above.path if above else []), name],
+                                **({"asked_by": self.run_state.speaker} if self.behaviours.tells_children_who_asked else {}))
         start = child_input(self.config.model_dump(mode="json", exclude_none=True), self.agents, name,
                             str(args.get("task", "")), delegation, DEFAULT_SYSTEM_PROMPT)
         child_id = f"{info.workflow_id}/{name}/{self.run_state.delegations}"
