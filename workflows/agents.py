@@ -71,13 +71,16 @@ class ChildPauses(BaseModel):
     """What a child session tells its parent whenever what waits in it (or below it) changes: every
     open call, each with its `path` of agents, its `session_id` and a `call_id` unique in the tree
     (`<session id>/<call id>`), the call's own id in its session as `child_call_id`. `seq` counts a
-    child's reports, so one overtaken by a newer is ignored."""
+    child's reports, so one overtaken by a newer is ignored. `decided` passes its decisions up."""
 
     model_config = ConfigDict(extra="forbid")
 
     session_id: Name
     seq: int = Field(ge=0)
     items: Annotated[list[dict[str, Any]], Field(max_length=REPORTED_KEPT)]
+    # The decisions made in the child or below since its last report: audit events naming their
+    # session and path, the call as the root lists it (`<session id>/<call id>`).
+    decided: Annotated[list[dict[str, Any]], Field(max_length=REPORTED_KEPT)] = Field(default_factory=list)
 
 
 class ForwardedToChild(Exception):

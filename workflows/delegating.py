@@ -27,10 +27,12 @@ from workflows.agents import REPORTED_KEPT, AgentSpec, ChildPauses, Delegation, 
 from workflows.contract import CHILD_PAUSES, WORKFLOW
 from workflows.inbound import decoded
 from workflows.limits import RECORDED_BYTES, clip
-from workflows.session import DEFAULT_SYSTEM_PROMPT, SessionSummary
+from workflows.session import DEFAULT_SYSTEM_PROMPT, AuditEvent, SessionSummary
 
 # The reason a child closes with once it has answered its task.
 TASK_ANSWERED = "answered its task"
+# The audit events a child passes up to its parent: people's decisions on its calls.
+DECISIONS = ("approved", "rejected", "answered", "edited")
 
 
 class Delegating(AgentParts):
@@ -78,7 +80,7 @@ class Delegating(AgentParts):
         above = self.config.delegated
         delegation = Delegation(parent=info.workflow_id, root=above.root if above else info.workflow_id,
                                 path=[*(above.path if above else []), name],
-                                **({"asked_by": self.run_state.speaker} if self.behaviours.tells_children_who_asked else {}))
+                                **({"asked_by": self.run_state.speaker} if self.behaviours.tree_asked_and_audited else {}))
         start = child_input(self.config.model_dump(mode="json", exclude_none=True), self.agents, name,
                             str(args.get("task", "")), delegation, DEFAULT_SYSTEM_PROMPT)
         child_id = f"{info.workflow_id}/{name}/{self.run_state.delegations}"
@@ -166,7 +168,21 @@ class ChildPausesTable(AgentParts):
         if not all(below(report.session_id, item) for item in report.items):
             return
         self.run_state.child_pauses[report.session_id] = report
+        for event in report.decided:
+            self.record_below(report.session_id, event)
         self.follow_children()
+
+    def record_below(self, child: str, event: dict[str, Any]) -> None:
+        """A decision a child reports, in this session's audit with the session it was made in: the
+        root's audit says what was decided where (the child's own audit is the record of it)."""
+        try:
+            decided = AuditEvent.model_validate(event)
+        except Exception:  # noqa: BLE001 (only sessions send it: a malformed one is nobody's)
+            return
+        session = decided.session_id or ""
+        if decided.event in DECISIONS and (session == child or session.startswith(f"{child}/")) and \
+                str(decided.call_id).startswith(f"{session}/"):
+            self.run_state.audit.append(decided)
 
     def child_finished(self, child_id: str) -> None:
         """A closed child waits for nothing: its pauses were settled as it closed."""
@@ -195,12 +211,24 @@ class ChildPausesTable(AgentParts):
         items = [{**item.view(), "call_id": f"{own}/{item.call_id}", "child_call_id": item.call_id,
                   "path": delegated.path, "session_id": own} for item in self.run_state.pauses.open]
         items = [*items, *self.children_pending()][-REPORTED_KEPT:]
-        if items == self.last_report:
+        decided = self.decisions_to_report(own, delegated.path) if self.behaviours.tree_asked_and_audited else []
+        if items == self.last_report and not decided:
             return
         self.last_report = items
         self.run_state.reports_sent += 1
-        report = ChildPauses(session_id=own, seq=self.run_state.reports_sent, items=items)
-        self.send_to(delegated.parent, CHILD_PAUSES.name, report.model_dump(mode="json"))
+        report = ChildPauses(session_id=own, seq=self.run_state.reports_sent, items=items,
+                             **({"decided": decided} if decided else {}))
+        self.send_to(delegated.parent, CHILD_PAUSES.name, report.model_dump(mode="json", exclude_unset=True))
+
+    def decisions_to_report(self, own: str, path: list[str]) -> list[dict[str, Any]]:
+        """The decisions in this session's audit since its last report: its own, named with its
+        session, path and the call as the root lists it; those its children reported, as they were."""
+        start = max(self.run_state.audit_reported - self.run_state.first_audit_index, 0)
+        new = [event for event in self.run_state.audit[start:] if event.event in DECISIONS]
+        self.run_state.audit_reported = self.run_state.first_audit_index + len(self.run_state.audit)
+        return [event.model_dump(mode="json") if event.session_id else
+                {**event.model_dump(mode="json"), "session_id": own, "path": path, "call_id": f"{own}/{event.call_id}"}
+                for event in new][-REPORTED_KEPT:]
 
     def send_to(self, session_id: str, signal: str, payload: Any) -> None:
         """A signal to another session of the tree; one that has closed meanwhile hears nothing.

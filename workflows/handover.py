@@ -89,6 +89,7 @@ class RunState(BaseModel):
     children: list[str] = Field(default_factory=list)  # child sessions running now
     child_pauses: dict[str, ChildPauses] = Field(default_factory=dict)  # what each reported waits in it
     reports_sent: int = Field(default=0, ge=0)  # this session's reports to its parent, for their `seq`
+    audit_reported: int = Field(default=0, ge=0)  # the audit's index up to which a child told its parent its decisions
     pins: dict[str, Pin] = Field(default_factory=dict)  # tools' definitions as this session first saw them
     results_this_turn: list[tuple[str, str]] = Field(default_factory=list)  # (tool, call id) whose output entered
     speaker_asserted: bool = False  # the speaker's `by` is the start input's, unproven (AgentWorkflow)

@@ -46,10 +46,12 @@ SUB_AGENTS = "sub-agents-as-child-sessions"
 
 # Runs that tell each child they start who asked for its task (Delegation.asked_by: the speaker
 # of the turn that delegated), so a child's calls are that person's requests (four-eyes, remembered
-# approvals) as the parent's own would be. Before it, a child took the root's owner (`by`) for its
-# requester: under four-eyes, a participant who asked the root to delegate could approve the
-# child's call. The newest, asked at run start.
-CHILDREN_ASKED_BY_THE_SPEAKER = "children-asked-by-the-parents-speaker"
+# approvals) as the parent's own would be; and, as a child, tell their parent each decision made on
+# their calls (ChildPauses.decided), which the parent's audit records with the child's session.
+# Before it, a child took the root's owner (`by`) for its requester (under four-eyes, a participant
+# who asked the root to delegate could approve the child's call), and the root's audit said nothing
+# of its children's decisions. The newest, asked at run start.
+CHILDREN_ASKED_AND_AUDITED = "children-asked-by-the-speaker-and-audited-at-the-root"
 
 # Asked only where a tool activity ends with its MCP server's question (input_required, an
 # ApplicationError of type InputRequired): since, a question pause is opened and the call is retried
@@ -61,7 +63,7 @@ TOOL_INPUT_AS_A_PAUSE = "mcp-input-required-as-a-question-pause"
 # behaviour it brought: a run that has one has every older one, and none of the newer. A run that
 # has none is of the first supported build.
 RUN_START_PATCHES: tuple[tuple[str, str], ...] = (
-    (CHILDREN_ASKED_BY_THE_SPEAKER, "tells_children_who_asked"),
+    (CHILDREN_ASKED_AND_AUDITED, "tree_asked_and_audited"),
     (SUB_AGENTS, "delegates_to_agents"),
 )
 
@@ -71,7 +73,7 @@ class Behaviours:
     """Which side of each patch this run is on, decided once as the run starts."""
 
     delegates_to_agents: bool = True
-    tells_children_who_asked: bool = True
+    tree_asked_and_audited: bool = True
 
     @classmethod
     def at_run_start(cls) -> Behaviours:

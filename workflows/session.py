@@ -60,6 +60,9 @@ class AuditEvent(BaseModel):
     comment: str | None = None
     rule: str | None = None
     signal: str | None = None
+    # A decision made in a child session (or below), as that child reported it (workflows/delegating.py).
+    session_id: str | None = None
+    path: list[str] | None = None
 
 
 class SessionInput(DecisionRules):

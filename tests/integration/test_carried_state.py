@@ -58,6 +58,7 @@ FORGED: dict[str, Any] = {
         {"call_id": "someone/janitor/1/call_1", "child_call_id": "call_1", "session_id": "someone/janitor/1",
          "path": ["janitor"], "tool": "delete_file"}]}},
     "reports_sent": 9,
+    "audit_reported": 7,
 }
 BASE: dict[str, Any] = {"messages": [], "turn": 0, "total_steps": 0}
 

@@ -3,6 +3,7 @@ URL, by the people of the root, with a proof the API signs for the child (its se
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import AsyncIterator
 from urllib.parse import quote
@@ -10,6 +11,7 @@ from urllib.parse import quote
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from tests.integration.test_cli import starter
 from tests.integration.test_sub_agents import JANITOR, DelegatingModel
 from tests.support.api_server import Api, serving, signing_key  # noqa: F401  (a fixture)
 from tests.support.sessions import eventually, running_agent
@@ -38,7 +40,14 @@ async def test_a_child_call_is_decided_at_its_root_through_the_api(delegating_ap
         assert approved.json()["outcome"] == "approved" and approved.json()["call_id"] == item["child_call_id"]
         done = await eventually(lambda: ana.get(f"/sessions/{root}"), lambda answer: answer.json()["state"] == "idle")
         assert "Deleted notes.txt" in done.json()["last_answer"]
+        audit = (await ana.get(f"/sessions/{root}/audit")).json()
     assert not (delegating_api.agent.workspace / "notes.txt").exists()
+    [where] = [event for event in audit if event.get("session_id")]
+    assert {key: where[key] for key in ("event", "call_id", "tool", "by", "via", "session_id", "path")} == {
+        "event": "approved", "call_id": item["call_id"], "tool": "delete_file", "by": "ana", "via": "api",
+        "session_id": f"{root}/janitor/1", "path": ["janitor"]}
+    read = await starter(delegating_api.agent, "audit", root)
+    assert read.returncode == 0 and json.loads(read.stdout.splitlines()[-1]) == where, read.stdout + read.stderr
 
 
 async def test_the_inbox_lists_a_childs_call_at_its_root_where_it_is_decided(delegating_api: Api) -> None:
