@@ -8,12 +8,13 @@ of the person's read slots (hitl/api/reading.py) for as long as they run.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, AsyncIterator, Callable
 
 from fastapi import Depends, HTTPException, Request
-from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
 from hitl.api.access import Action, Policy, SessionFacts, verdict
@@ -24,6 +25,8 @@ from hitl.client.sessions import read_all
 from workflows.contract import AUDIT_PAGE, PENDING
 
 RPC = timedelta(seconds=30)
+# A child session's id (docs/interface.md, Sub-agents): its root's, then `/<agent>/<n>` per level.
+CHILD_ID = re.compile(r"^(?P<root>[A-Za-z0-9][A-Za-z0-9._:@-]{0,199})(?P<below>(?:/[A-Za-z0-9_-]{1,40}/[1-9][0-9]{0,8}){1,4})$")
 
 
 @dataclass(frozen=True)
@@ -58,12 +61,19 @@ async def session_facts(request: Request, session_id: str) -> SessionFacts:
 async def facts_of(handle: WorkflowHandle[Any, Any]) -> SessionFacts:
     """`session_facts` for a handle (an event stream's feed, which outlives its request):
     404 for an unknown session, 503 when Temporal does not answer."""
+    return await facts_from(handle.id, await described(handle))
+
+
+async def described(handle: WorkflowHandle[Any, Any]) -> WorkflowExecutionDescription:
     try:
-        description = await handle.describe(rpc_timeout=RPC)
+        return await handle.describe(rpc_timeout=RPC)
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
             raise HTTPException(404, f"unknown session {handle.id!r}") from None
         raise HTTPException(503, f"Temporal did not answer: {error.message}") from None
+
+
+async def facts_from(session_id: str, description: WorkflowExecutionDescription) -> SessionFacts:
     memo: dict[str, Any] = {}
     for key in ("hitl_session", "hitl_pending"):
         try:  # a memo this API cannot decode (another key) says nothing, so grants nothing
@@ -71,7 +81,29 @@ async def facts_of(handle: WorkflowHandle[Any, Any]) -> SessionFacts:
         except Exception:
             memo[key] = None
     closed = description.status != WorkflowExecutionStatus.RUNNING
-    return SessionFacts.from_memo(handle.id, description.run_id or "", closed, memo)
+    return SessionFacts.from_memo(session_id, description.run_id or "", closed, memo)
+
+
+async def child_facts(request: Request, session_id: str, person: str) -> SessionFacts:
+    """A child session's facts, for whoever may read its root (docs/interface.md, Sub-agents): the
+    root's facts decide (404 for whoever has no role there), and each session from the root down
+    must be one its parent started (Temporal's parent link), not one that only took a child's id."""
+    shape = CHILD_ID.match(session_id)
+    if shape is None:
+        raise HTTPException(422, f"session id {session_id!r}: a child session's id is <root id>/<agent>/<n>, "
+                                 "at most 4 levels deep, as the root's pending lists it")
+    root = shape["root"]
+    refuse_unless(verdict(person, "read", await session_facts(request, root), policy_of(request)))
+    client = await temporal(request).get()
+    parts, parent, description = shape["below"].split("/")[1:], root, None
+    for level in range(0, len(parts), 2):
+        child = f"{parent}/{parts[level]}/{parts[level + 1]}"
+        description = await described(client.get_workflow_handle(child))
+        if description.parent_id != parent:
+            raise HTTPException(404, f"unknown session {session_id!r}: {child!r} is no child session of {parent!r}")
+        parent = child
+    assert description is not None  # the pattern names at least one level
+    return await facts_from(session_id, description)
 
 
 def refuse_unless(decided: Any) -> None:
@@ -87,6 +119,9 @@ def allowed(action: Action) -> Callable[..., Any]:
             yield await granted(request, session_id, person, action)
             return
         with request.app.state.reads.slot(person):
+            if "/" in session_id:  # a child's, on the read routes that take one (hitl/api/sessions.py)
+                yield Grant(person, await child_facts(request, session_id, person))
+                return
             yield await granted(request, session_id, person, action)
 
     return grant

@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 from fastapi import APIRouter, Body, Depends, HTTPException, Request
+from starlette.convertors import PathConvertor, register_url_convertor
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from temporalio.client import Client, WithStartWorkflowOperation, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy
@@ -41,6 +42,17 @@ from workflows.identity import message_digest, start_proof
 from workflows.session import AuditEvent, CancelRequest, SessionInput, UserMessage
 
 router = APIRouter(prefix="/sessions", tags=["sessions"])
+
+
+class SessionPath(PathConvertor):
+    """`{session_id:session}`: a session's id, or a child session's with its slashes (`<root>/<agent>/<n>`,
+    level by level, raw or URL-encoded: Starlette decodes %2F before routing). Pairs of segments
+    only, so `/sessions/<id>/events` and the other routes under a session are never taken for an id."""
+
+    regex = r"[^/]+(?:/[^/]+/[^/]+)*"
+
+
+register_url_convertor("session", SessionPath())
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$")
 SESSION_MEMO = "hitl_session"
@@ -169,14 +181,14 @@ async def why_it_ended(client: Client, session_id: str) -> str | None:
     return None
 
 
-@router.get("/{session_id}", response_model=SessionStatus)
+@router.get("/{session_id:session}", response_model=SessionStatus)
 async def status(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> dict[str, Any]:
     """The `status` query."""
     return await session_read(request, grant, STATUS.name, lambda: run_query(request, session_id, STATUS))
 
 
 # Without the unset fields, as the query answers (PendingCall.view): what goes over the wire is the query's.
-@router.get("/{session_id}/pending", response_model=list[PendingItem], response_model_exclude_none=True)
+@router.get("/{session_id:session}/pending", response_model=list[PendingItem], response_model_exclude_none=True)
 async def pending(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> list[dict[str, Any]]:
     """The `pending` query: what waits for a person, with the rules that govern each item, what
     approving it does and what its deadline does (hitl/client/consequences.py)."""
@@ -184,7 +196,7 @@ async def pending(session_id: str, request: Request, grant: Grant = Depends(allo
     return [with_consequences(item) for item in items]
 
 
-@router.get("/{session_id}/transcript")
+@router.get("/{session_id:session}/transcript")
 async def transcript(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> list[dict[str, Any]]:
     """The whole conversation as OpenAI chat messages, across every run of a long session."""
     client = await temporal(request).get()
@@ -192,7 +204,7 @@ async def transcript(session_id: str, request: Request, grant: Grant = Depends(a
                               lambda: read_all(client, session_id, TRANSCRIPT_PAGE.name, "messages"))
 
 
-@router.get("/{session_id}/audit", response_model=list[AuditEvent | MissingItems], response_model_exclude_unset=True)
+@router.get("/{session_id:session}/audit", response_model=list[AuditEvent | MissingItems], response_model_exclude_unset=True)
 async def audit(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> list[dict[str, Any]]:
     """Every request, decision and refusal, across every run."""
     client = await temporal(request).get()

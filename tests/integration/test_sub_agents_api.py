@@ -70,3 +70,32 @@ async def test_the_inbox_lists_a_childs_call_at_its_root_where_it_is_decided(del
         return not (delegating_api.agent.workspace / "notes.txt").exists()
 
     await eventually(deleted, bool)
+
+
+async def test_a_childs_status_pending_transcript_and_audit_are_read_by_the_readers_of_its_root(delegating_api: Api) -> None:
+    """A child's id holds `/`: its reads take it as the root's pending lists it (raw or URL-encoded),
+    for whoever may read the root; anyone else is not told it exists, a malformed id is a 422, and
+    a session that only took a child's id (started straight through Temporal) is no child."""
+    started = await delegating_api.start("ana", "delegate janitor: delete notes.txt", agents={"janitor": JANITOR},
+                                         participants=["bob"])
+    root = started["session_id"]
+    child = f"{root}/janitor/1"
+    poser = await delegating_api.agent.start("delete notes.txt", session_id=f"{root}/janitor/7", by="bob")
+    async with delegating_api.as_("bob") as bob:
+        await eventually(lambda: bob.get(f"/sessions/{root}/pending"), lambda answer: bool(answer.json()))
+        status = await bob.get(f"/sessions/{child}")
+        assert status.status_code == 200 and status.json()["state"] == "awaiting_human", status.text
+        [item] = (await bob.get(f"/sessions/{quote(child, safe='')}/pending")).json()
+        assert (item["call_id"], item["tool"]) == ("call_1", "delete_file")
+        transcript = await bob.get(f"/sessions/{child}/transcript")
+        assert transcript.json()[0] == {"role": "user", "content": "delete notes.txt"}, transcript.text
+        audit = (await bob.get(f"/sessions/{child}/audit")).json()
+        assert [(event["event"], event["call_id"]) for event in audit] == [("requested", "call_1")]
+        malformed = await bob.get(f"/sessions/{root}/janitor/one/audit")
+        assert malformed.status_code == 422 and "<root id>/<agent>/<n>" in malformed.json()["detail"]
+        assert (await bob.get(f"/sessions/{root}/janitor/9/transcript")).status_code == 404
+        posing = await bob.get(f"/sessions/{poser.id}/transcript")
+        assert posing.status_code == 404 and "no child session" in posing.json()["detail"], posing.text
+    async with delegating_api.as_("carol") as carol:
+        for read in ("", "/pending", "/transcript", "/audit"):
+            assert (await carol.get(f"/sessions/{child}{read}")).status_code == 404, read
