@@ -2,7 +2,8 @@
 
 The same stream as the API's server-sent events (hitl/client/events.py). On a
 terminal a spinner line shows that the agent is working (hitl/console/progress.py);
-piped, each event is one plain line, or one JSON object per line with `--json`.
+piped, each event is one plain line, or one JSON object per line with `--json`. On a
+session that delegates, the calls waiting in its children are printed too (hitl/console/tree.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from temporalio.service import RPCError
 from hitl.client.events import RESYNC, RPC, SessionEvent, follow_events
 from hitl.console.progress import Activity, WorkingIndicator
 from hitl.console.render import describe_item, json_line, render_status, result_line, say
+from hitl.console.tree import follow_tree
 from workflows.contract import STATUS
 
 STATUS_EVERY_SECONDS = 1.0
@@ -66,6 +68,7 @@ async def watch(client: Client, session_id: str, after: int = 0, as_json: bool =
     activity = Activity()
     with WorkingIndicator() as indicator:
         poller = asyncio.create_task(keep_status(handle, activity, indicator)) if indicator.enabled else None
+        tree = None if as_json else asyncio.create_task(follow_tree(handle))
         try:
             async for event in follow_events(client, session_id, after):
                 activity.read_event(event)
@@ -77,8 +80,9 @@ async def watch(client: Client, session_id: str, after: int = 0, as_json: bool =
                     say("\n".join("    " + line for line in render_status(await handle.query(STATUS.name)).splitlines()))
                 indicator.show(activity)
         finally:
-            if poller is not None:
-                poller.cancel()
+            for task in (poller, tree):
+                if task is not None:
+                    task.cancel()
     if not as_json:
         say(f"(session {session_id} closed)")
     return 0

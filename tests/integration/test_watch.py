@@ -31,6 +31,7 @@ from hitl.client.events import RESYNC, SessionEvent, follow_events
 from hitl.console.watch import describe_event
 from tests.support.sessions import Agent, GatedModel, eventually, pending_items, query
 from tests.integration.test_cli import ROOT, address
+from tests.integration.test_sub_agents import JANITOR, delegating, root_pending  # noqa: F401  (a fixture)
 
 DELETE = "please delete notes.txt"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -209,6 +210,28 @@ async def test_watch_prints_each_event_as_it_happens_and_ends_when_the_session_c
     assert not ANSI.search(printed), "piped, the output is plain text"
     ids = [int(match) for match in re.findall(r"^#(\d+) ", printed, re.M)]
     assert ids == list(range(1, len(ids) + 1)), "every event once, in order, from the first"
+
+
+async def test_watching_a_root_shows_the_calls_waiting_in_its_children_with_their_path(delegating: Agent) -> None:
+    """Given a root whose two janitors each wait for a person, `watch <root>` prints each child's
+    call with its path and session as it opens, and says when one no longer waits."""
+    (delegating.workspace / "menu.txt").write_text("soup\n")
+    root = await delegating.start("delegate janitor: delete notes.txt || janitor: delete menu.txt",
+                                  agents={"janitor": JANITOR}, by="ana")
+    lines = await Watch.start(delegating, root.id)
+    try:
+        first = await lines.until("⏸ in janitor")
+        second = await lines.until("⏸ in janitor")
+        opened = {line.split("(session ")[1].split(")")[0] for line in (first, second)}
+        assert opened == {f"{root.id}/janitor/1", f"{root.id}/janitor/2"}, lines.seen
+        [item, _] = await root_pending(root, {("janitor",)})
+        await root.signal("approve", {"call_id": item["call_id"], "by": "ana"})
+        await lines.until(f"✓ {item['call_id']} no longer waits in janitor")
+        await root.signal("cancel", {"reason": "done"})
+        await lines.until(f"(session {root.id} closed)")
+    finally:
+        if lines.process.returncode is None:
+            lines.process.kill()
 
 
 async def test_following_a_session_goes_on_across_continue_as_new_without_a_gap(agent: Agent) -> None:
