@@ -123,7 +123,7 @@ async def send_update(request: Request, session_id: str, update: Update[Any, Any
     """A validated Update; a refusal becomes 403/404/409/422 with the workflow's reason."""
     handle = await handle_of(request, session_id)
     try:
-        return await execute_update_retrying(handle, update, payload)
+        accepted = await execute_update_retrying(handle, update, payload)
     except WorkflowUpdateFailedError as error:
         raise Refused(code_of(error), reason_of(error)) from None
     except RPCError as error:
@@ -135,6 +135,8 @@ async def send_update(request: Request, session_id: str, update: Update[Any, Any
         if error.status == RPCStatusCode.NOT_FOUND:
             raise HTTPException(404, f"unknown session {session_id!r}") from None
         raise HTTPException(503, f"the session did not answer: {error.message}") from None
+    request.app.state.feeds.nudge(session_id)  # its event streams show what follows at once
+    return accepted
 
 
 def now() -> datetime:

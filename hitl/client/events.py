@@ -6,6 +6,9 @@ answer, a state change, each with an id that grows by one for the whole
 session, across continue-as-new. Following it is reading that query from the
 last id seen: quickly while things happen, more slowly while nothing does
 (capped at `slowest`), so one follower costs at most a query a second when idle.
+A follower told that something was just sent to the session (`wake`: the API's
+feeds, after a decision, a message or a cancel through the API) reads at once
+and quickly again, so a person's decision is not followed by a second of silence.
 
 A query is answered by a worker from the workflow's state and is never recorded
 in history, so following costs the session nothing. The handle carries no run
@@ -80,13 +83,15 @@ async def follow_events(
     fastest: float = FASTEST,
     slowest: float = SLOWEST,
     page: int = PAGE,
+    wake: asyncio.Event | None = None,
 ) -> AsyncIterator[SessionEvent]:
     """Yield the session's events after id `after` as they happen, until the session closes.
 
     A `resync` event comes first whenever events after `after` are no longer kept (a long absence,
     a client's Last-Event-ID from long ago) or the session's ids are behind `after` (a reset).
     """
-    async for batch in follow_event_batches(client, session_id, after, fastest=fastest, slowest=slowest, page=page):
+    async for batch in follow_event_batches(client, session_id, after, fastest=fastest, slowest=slowest, page=page,
+                                            wake=wake):
         for event in batch:
             yield event
 
@@ -99,9 +104,11 @@ async def follow_event_batches(
     fastest: float = FASTEST,
     slowest: float = SLOWEST,
     page: int = PAGE,
+    wake: asyncio.Event | None = None,
 ) -> AsyncIterator[list[SessionEvent]]:
     """`follow_events`, one read's new events at a time (a `resync` is a batch of its own): for a
-    follower that does something once per read, as the API's streams check access."""
+    follower that does something once per read, as the API's streams check access. Setting `wake`
+    ends the wait between two reads and starts over from `fastest`."""
     handle = client.get_workflow_handle(session_id)  # no run id: always the newest run
     delay = fastest
     loop = asyncio.get_running_loop()
@@ -135,7 +142,21 @@ async def follow_event_batches(
                 if await has_ended(handle):
                     return
                 quiet_since = loop.time()
-        await asyncio.sleep(delay)
+        if await woken(wake, delay):
+            delay, quiet_since = fastest, loop.time()
+
+
+async def woken(wake: asyncio.Event | None, seconds: float) -> bool:
+    """Wait `seconds`, or less when `wake` is set meanwhile (then cleared): whether it was."""
+    if wake is None:
+        await asyncio.sleep(seconds)
+        return False
+    try:
+        await asyncio.wait_for(wake.wait(), seconds)
+    except TimeoutError:
+        return False
+    wake.clear()
+    return True
 
 
 async def read_events(handle: WorkflowHandle[Any, Any], after: int, page: int) -> dict[str, Any] | None:
