@@ -149,7 +149,7 @@ async def stream_reader(
         redeemed = request.app.state.tickets.redeem(ticket, session_id)
         if redeemed is None:
             raise HTTPException(401, "the stream ticket is invalid, expired, used already, or for another session")
-        return Reader(signed_in(request, redeemed).person, expires_at=redeemed.expires_at)
+        return Reader(signed_in(request, redeemed).person, expires_at=redeemed.expires_at, page=redeemed.page)
     return Reader.of(await identity(request, authorization), bearer_token(authorization))
 
 
@@ -207,7 +207,9 @@ async def stream(request: Request, client: Client, session_id: str, after: int, 
     feeds: Feeds = request.app.state.feeds
 
     def refusal(facts: SessionFacts | None) -> str | None:
-        return reader.refusal(facts, policy_of(request), tokens_of(request), time.time())
+        web = getattr(request.app.state, "web_sign_in", None)
+        return reader.refusal(facts, policy_of(request), tokens_of(request), time.time(),
+                              web.still_signed_in if web is not None else lambda page: False)
 
     feed, queue = feeds.join(client, session_id)
     try:
@@ -281,6 +283,6 @@ async def ticket(session_id: str, request: Request, grant: Grant = Depends(allow
                  who: Identity = Depends(identity)) -> dict[str, Any]:
     """A ticket for one `GET .../events?ticket=`, for clients that cannot send headers (EventSource):
     good once, for a minute."""
-    value, expires = request.app.state.tickets.issue(grant.person, session_id, who.expires_at, who.groups)
+    value, expires = request.app.state.tickets.issue(grant.person, session_id, who.expires_at, who.groups, who.page)
     return {"ticket": value, "expires_in": TICKET_SECONDS, "expires_at": expires,
             "url": f"/sessions/{session_id}/events?ticket={value}"}

@@ -24,7 +24,7 @@ import hashlib
 import os
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
 import httpx
@@ -85,7 +85,18 @@ class WebSignIn:
         if request.method not in SAFE_METHODS and not secrets.compare_digest(
                 request.headers.get("x-csrf-token", "").encode(), session.csrf.encode()):
             raise HTTPException(403, "missing or wrong X-CSRF-Token (GET /auth/session gives it to this page)")
-        return session.identity
+        return replace(session.identity, page=page_of(request.cookies[SESSION_COOKIE]))
+
+    def still_signed_in(self, page: str) -> bool:
+        """Whether the web sign-in `page` names is live: a stream it opened ends once it is not."""
+        now = time.time()
+        return any(page_of(sid) == page and (session.identity.expires_at or 0) > now
+                   for sid, session in list(self.sessions.items()))
+
+
+def page_of(sid: str) -> str:
+    """A web sign-in's name that is not its cookie (it rides in stream tickets, in URLs)."""
+    return hashlib.sha256(sid.encode()).hexdigest()[:32]
 
 
 def from_this_origin(request: Request) -> bool:
