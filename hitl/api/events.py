@@ -66,7 +66,7 @@ class Feed:
 
     async def run(self) -> None:
         try:
-            start = await read_events(self.client.get_workflow_handle(self.session_id), 0, 1)
+            start = await read_events(self.client, self.session_id, 0, 1)
             self.ready.set()
             async for batch in follow_event_batches(self.client, self.session_id, int((start or {}).get("last") or 0),
                                                    fastest=self.fastest, slowest=self.slowest, wake=self.wake):
@@ -170,9 +170,8 @@ def as_sse(event: SessionEvent) -> ServerSentEvent:
 async def backlog(client: Client, session_id: str, after: int) -> AsyncIterator[list[SessionEvent]]:
     """What the session kept after `after`, a page at a time, read once per connection (a resync
     first if it is gone)."""
-    handle = client.get_workflow_handle(session_id)
     while True:
-        answer = await read_events(handle, after, PAGE)
+        answer = await read_events(client, session_id, after, PAGE)
         if answer is None:
             return  # the session is between runs: the feed brings what follows
         if (missed := gap(after, answer)) is not None:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from hitl.client.queries import Ask, query_now
 from workflows.contract import EVENTS
 
 RESYNC = "resync"
@@ -84,6 +85,7 @@ async def follow_events(
     slowest: float = SLOWEST,
     page: int = PAGE,
     wake: asyncio.Event | None = None,
+    ask: Ask = query_now,
 ) -> AsyncIterator[SessionEvent]:
     """Yield the session's events after id `after` as they happen, until the session closes.
 
@@ -91,7 +93,7 @@ async def follow_events(
     a client's Last-Event-ID from long ago) or the session's ids are behind `after` (a reset).
     """
     async for batch in follow_event_batches(client, session_id, after, fastest=fastest, slowest=slowest, page=page,
-                                            wake=wake):
+                                            wake=wake, ask=ask):
         for event in batch:
             yield event
 
@@ -105,6 +107,7 @@ async def follow_event_batches(
     slowest: float = SLOWEST,
     page: int = PAGE,
     wake: asyncio.Event | None = None,
+    ask: Ask = query_now,
 ) -> AsyncIterator[list[SessionEvent]]:
     """`follow_events`, one read's new events at a time (a `resync` is a batch of its own): for a
     follower that does something once per read, as the API's streams check access. Setting `wake`
@@ -114,7 +117,7 @@ async def follow_event_batches(
     loop = asyncio.get_running_loop()
     quiet_since = loop.time()
     while True:
-        answer = await read_events(handle, after, page)
+        answer = await read_events(client, session_id, after, page, ask)
         events = [SessionEvent.model_validate(event) for event in (answer or {}).get("events", [])]
         if answer is not None and (missed := gap(after, answer)) is not None:
             yield [missed]
@@ -159,17 +162,18 @@ async def woken(wake: asyncio.Event | None, seconds: float) -> bool:
     return True
 
 
-async def read_events(handle: WorkflowHandle[Any, Any], after: int, page: int) -> dict[str, Any] | None:
-    """One read of the log; None while the answer is only late (a hand-over, a worker restarting)."""
+async def read_events(client: Client, session_id: str, after: int, page: int, ask: Ask = query_now) -> dict[str, Any] | None:
+    """One read of the log (`ask`: how a query is sent); None while the answer is only late (a
+    hand-over, a worker restarting)."""
     try:
-        return await handle.query(EVENTS.name, {"after": after, "limit": page}, rpc_timeout=RPC)
+        return await ask(client, session_id, EVENTS.name, {"after": after, "limit": page}, rpc_timeout=RPC)
     except WorkflowQueryFailedError as error:
         if "expected but not found" in str(error):
-            raise EventsUnavailable(f"the worker of session {handle.id} has no `events` query (an older build)") from None
+            raise EventsUnavailable(f"the worker of session {session_id} has no `events` query (an older build)") from None
         raise
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
-            raise EventsUnavailable(f"no session {handle.id}") from None
+            raise EventsUnavailable(f"no session {session_id}") from None
         if any(passing in error.message.lower() for passing in PASSING) or error.status in (
             RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAILABLE, RPCStatusCode.CANCELLED,
         ):
