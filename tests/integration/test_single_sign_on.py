@@ -19,7 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 from hitl.api.app import signing_key as key_of_the_api
 from hitl.api.oidc import OpenIDProvider
 from hitl.api.stream_access import SIGN_IN_EXPIRED, SIGNED_OUT
-from hitl.api.web_sign_in import SESSION_COOKIE, WebSession, WebSignIn
+from hitl.api.web_sign_in import LOGIN_COOKIE, SESSION_COOKIE, WebSession, WebSignIn
 from tests.support.api_server import Api, EventStream, new_id, of_type, serving, signing_key  # noqa: F401  (fixtures)
 from tests.support.openid import AUDIENCE, OTHER_AUDIENCE, OpenID, openid, running_provider  # noqa: F401  (fixtures)
 from tests.support.sessions import eventually, running_agent
@@ -250,3 +250,22 @@ async def test_an_ag_ui_run_with_a_token_of_the_provider_pauses_and_resumes_as_i
     async with with_token(sso_api, token) as bob:
         audit = (await bob.get(f"/sessions/{thread}/audit")).json()
     assert [(event["by"], event["via"]) for event in audit if event["event"] == "approved"] == [(BOB, "ag-ui")]
+
+
+async def test_sign_ins_that_never_come_back_cannot_pile_up(
+        env: WorkflowEnvironment, workspace: Path, signing_key: str, openid: OpenID) -> None:
+    """Anyone may start a sign-in. Past the pending limit the oldest unfinished one is forgotten,
+    so requests that never return from the provider cannot fill the API's memory; its browser
+    is told to start again."""
+    provider = OpenIDProvider(openid.issuer, AUDIENCE)
+    web = WebSignIn(provider, "web", "openid email api", pending_at_most=3)
+    async for agent in running_agent(env.client, workspace):
+        async with serving(agent, openid=provider, web_sign_in=web) as api:
+            async with api.as_(None) as anyone:
+                started = [await anyone.get("/auth/sign-in") for _ in range(5)]
+                states = [answer.cookies[LOGIN_COOKIE] for answer in started]
+                assert all(answer.status_code == 303 for answer in started)
+                assert list(web.logins) == states[2:]
+                anyone.cookies.set(LOGIN_COOKIE, states[0], path="/auth")
+                forgotten = await anyone.get("/auth/callback", params={"code": "any", "state": states[0]})
+    assert forgotten.status_code == 400 and "start again at /auth/sign-in" in forgotten.text
