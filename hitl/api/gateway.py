@@ -138,6 +138,16 @@ async def send_update(request: Request, session_id: str, update: Update[Any, Any
     return accepted
 
 
+def temporal_trouble(error: BaseException) -> str | None:
+    """What a failure of Temporal's (an RPC it did not answer, a client that never connected)
+    says to the caller, answered 503; None for any other error, which is a bug."""
+    if isinstance(error, RPCError):
+        return f"Temporal did not answer: {error.message}"
+    if isinstance(error, RuntimeError) and "client connect" in str(error):
+        return f"cannot reach Temporal: {error}"
+    return None
+
+
 def now() -> datetime:
     return datetime.now(timezone.utc)
 
