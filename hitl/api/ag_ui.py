@@ -94,7 +94,7 @@ async def turn(request: Request, run: RunAgentInput, reader: Reader, options: di
         async for event in followed(client, request, run, 0, reader, ending):
             yield event
         return
-    before = int((await read_events(handle, 0, 1) or {}).get("last") or 0)
+    before = int((await read_events(client, session_id, 0, 1) or {}).get("last") or 0)
     if run.resume:
         for note in await decide_resumed(request, session_id, person, run.resume):
             yield note
@@ -163,7 +163,7 @@ async def followed(client: Client, request: Request, run: RunAgentInput, before:
         while True:
             if end_task.done() and last is None:
                 end = end_task.result()
-                last = int(end.get("event") or 0) or int((await read_events(client.get_workflow_handle(session_id), 0, 1)
+                last = int(end.get("event") or 0) or int((await read_events(client, session_id, 0, 1)
                                                           or {}).get("last") or seen)
             if last is not None and seen >= last:
                 break
