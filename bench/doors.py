@@ -3,13 +3,12 @@
     python -m bench.doors [--rounds 3] [--decisions 5] [--think-seconds 2]
 
 Its own dev server (with its Prometheus endpoint), one worker with the offline
-model (which delegates when told to) and Slack's channel, and the API under
-uvicorn in this process; Slack is tests/support/slack_api.py, a loopback Slack
-Web API. Each decision is one
+model, Slack's and email's channels and an MCP server that asks, and the API
+under uvicorn in this process (bench/door_world.py). Each decision is one
 session ana starts with `POST /sessions` ("please delete notes.txt": one
 approval pause, then `delete_file` and the answer). Once the pause is shown
-(and, for the API and Slack, ana's event stream of the session is open), ana
-thinks `--think-seconds` (not timed: a person reads the card, and the API's
+(and, but for AG-UI and A2A, ana's event stream of the session is open, and the
+card or mail the door needs has come), ana thinks `--think-seconds` (not timed: a person reads the card, and the API's
 event feed slows to a query a second while nothing happens), then decides
 through one door; the clock runs from sending the decision until the door
 shows the tool's result:
@@ -20,7 +19,12 @@ shows the tool's result:
 - slack: the signed click on the card Slack was sent -> `tool_result` on the SSE stream;
 - sub-agent: the session delegates the delete to a child agent (`janitor`), whose pause the
          root lists; `POST .../approve` at the root for the child's call -> the delegation's
-         `tool_result` on the root's SSE stream (the child's tool, its answer, the root's pick-up).
+         `tool_result` on the root's SSE stream (the child's tool, its answer, the root's pick-up);
+- email: `POST` to the Approve link (`{public_url}/decide/<token>`, no token of ana's) of the mail
+         the pause sent ana -> `tool_result` on the SSE stream;
+- elicitation: "book a table for friday": the MCP server's `book_table` answers input_required
+         (a form: name, guests), a question pause; `POST .../answer` with the form's fields ->
+         `tool_result` on the SSE stream (the tool retried with the answer).
 
 Beside it, door-independent: the decision to the tool's `ActivityTaskCompleted`
 in the history (the server's clock, the same machine's), and per session the
@@ -34,37 +38,31 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
-import os
 import statistics
 import tempfile
 import time
 import uuid
 from collections import Counter
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Awaitable, Callable
 from urllib.parse import quote
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from activities.slack import slack_messages
+from bench.door_world import BOOKING, MAIL, PERSON, SLACK_USER, World, world
 from bench.process_figures import load_average, server_requests
-from hitl.api.slack import slack_door
-from hitl.channels import channels_from_env
 from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
-from hitl.worker import build_worker
-from tests.integration.test_sub_agents import JANITOR, DelegatingModel
-from tests.support.a2a_client import Agent2Agent, a2a_as
-from tests.support.api_server import Api, EventStream, serving
-from tests.support.sessions import Agent
-from tests.support.slack_api import BOT_TOKEN, SIGNING_SECRET, SlackApi, click, signed, slack_api
+from tests.integration.test_sub_agents import JANITOR
+from tests.support.api_server import EventStream
+from tests.support.mail_server import Inbox, links_in
+from tests.support.slack_api import SlackApi, click, signed
 
-DOORS = ("api", "ag-ui", "a2a", "slack", "sub-agent")
-PERSON, SLACK_USER = "ana", "U0ANA"
+DOORS = ("api", "ag-ui", "a2a", "slack", "sub-agent", "email", "elicitation")
+BOOKED_FOR = {"name": "Ana", "guests": 3}  # the answer to tests/support/asking_mcp.py's form
 MESSAGE = "please delete notes.txt"
 DELEGATED = "delegate janitor: delete notes.txt"  # tests/integration/test_sub_agents.py's DelegatingModel
 METRICS_FLUSH_SECONDS = 2.0  # the server reports its counters about once a second
@@ -97,50 +95,6 @@ class DoorRound:
         return sum(self.requests.values()) / max(1, len(self.decisions))
 
 
-@dataclass
-class World:
-    api: Api
-    slack: SlackApi
-    client: Client
-    workspace: Path
-    a2a: Agent2Agent
-
-
-@contextmanager
-def environment(**variables: str) -> Iterator[None]:
-    """The worker and the API read their keys and channels from the environment."""
-    before = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-async def world(client: Client, folder: Path, stack: AsyncExitStack) -> World:
-    slack = stack.enter_context(slack_api())
-    channels_file = folder / "channels.json"
-    channels_file.write_text(json.dumps({"people": {PERSON: {"slack": SLACK_USER}}, "slack": {
-        "bot_token_env": "SLACK_BOT_TOKEN", "signing_secret_env": "SLACK_SIGNING_SECRET",
-        "channel": "C0APPROVALS", "api_url": slack.base_url}}))
-    environ = {"HITL_CHANNELS": str(channels_file), "SLACK_BOT_TOKEN": BOT_TOKEN,
-               "SLACK_SIGNING_SECRET": SIGNING_SECRET, "HITL_KEYS_DIR": str(folder / "keys"),
-               "HITL_SIGNING_KEY": "bench:" + base64.b64encode(os.urandom(32)).decode()}
-    stack.enter_context(environment(**environ))
-    channels = channels_from_env(dict(os.environ))
-    queue, workspace = f"doors-{uuid.uuid4().hex[:8]}", folder / "workspace"
-    await stack.enter_async_context(build_worker(client, queue, DelegatingModel(), workspace,
-                                                 message_channels=slack_messages(channels, dict(os.environ))))
-    api = await stack.enter_async_context(serving(Agent(client, queue, workspace),
-                                                  slack_door=slack_door(channels, dict(os.environ))))
-    a2a = await stack.enter_async_context(a2a_as(api, PERSON))
-    return World(api, slack, client, workspace, a2a)
-
-
 async def paused(world: World, door: str) -> tuple[str, str, str]:
     """A new session paused for delete_file: its id, the call's id as the session lists it, and
     the id of the session the tool runs in (a child's, for the sub-agent door)."""
@@ -148,7 +102,9 @@ async def paused(world: World, door: str) -> tuple[str, str, str]:
     workspace.mkdir(parents=True, exist_ok=True)
     (workspace / "notes.txt").write_text("remember the milk\n")
     session_id = f"door-{uuid.uuid4().hex[:10]}"
-    body = {"message": DELEGATED, "agents": {"janitor": JANITOR}} if door == "sub-agent" else {"message": MESSAGE}
+    body: dict[str, Any] = {"message": {"sub-agent": DELEGATED, "elicitation": BOOKING}.get(door, MESSAGE)}
+    if door == "sub-agent":
+        body["agents"] = {"janitor": JANITOR}
     async with world.api.as_(PERSON) as http:
         started = await http.post("/sessions", json={**body, "session_id": session_id})
         pending = started.json().get("pending") if started.status_code == 201 else None
@@ -184,23 +140,42 @@ async def sse_tool_result(stream: EventStream, send: Any) -> float:
     return time.perf_counter() - began
 
 
+async def mailed_link(inbox: Inbox, session_id: str, call_id: str) -> str:
+    """The Approve link of the mail ana got for the call (call ids repeat across sessions)."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        for mail in inbox.to(MAIL):
+            if (mail["X-Hitl-Session"], mail["X-Hitl-Call"]) == (session_id, call_id):
+                return links_in(mail)["Approve"]
+        await asyncio.sleep(0.02)
+    raise RuntimeError(f"no mail for {call_id} within {WAIT_SECONDS} s")
+
+
+async def decision_of(world: World, door: str, session_id: str, call_id: str, http: Any, anonymous: Any
+                      ) -> Callable[[], Awaitable[Any]]:
+    """The door's decision, ready to send: all it needs (a card, a mail) is there before ana thinks."""
+    call = f"/sessions/{session_id}/calls/{quote(call_id, safe='')}"
+    if door == "slack":
+        body, headers = signed(click(SLACK_USER, await slack_card(world.slack, session_id, call_id), "approve"))
+        return lambda: anonymous.post("/channels/slack/interactions", content=body, headers=headers)
+    if door == "email":  # the link is the only credential: no token
+        link = await mailed_link(world.inbox, session_id, call_id)
+        return lambda: anonymous.post(link)
+    if door == "elicitation":
+        return lambda: http.post(f"{call}/answer", json={"answer": BOOKED_FOR})
+    return lambda: http.post(f"{call}/approve", json={})
+
+
 async def decide_watching(world: World, door: str, session_id: str, call_id: str, think: float) -> tuple[float, float]:
-    async with world.api.as_(PERSON) as http, http.stream("GET", f"/sessions/{session_id}/events") as response:
+    async with world.api.as_(PERSON) as http, world.api.as_(None) as anonymous, \
+            http.stream("GET", f"/sessions/{session_id}/events") as response:
         stream = EventStream(response)
         if door != "sub-agent":  # the root lists its child's pause; its own events do not open it
             await stream.read_until(lambda seen: any(e["event"] == "pause_opened" for e in seen), WAIT_SECONDS)
-        if door == "slack":
-            body, headers = signed(click(SLACK_USER, await slack_card(world.slack, session_id, call_id), "approve"))
-            async with world.api.as_(None) as slack_http:
-                await asyncio.sleep(think)
-                sent = time.time()
-                seconds = await sse_tool_result(stream, lambda: slack_http.post(
-                    "/channels/slack/interactions", content=body, headers=headers))
-        else:
-            await asyncio.sleep(think)
-            sent = time.time()
-            seconds = await sse_tool_result(stream, lambda: http.post(
-                f"/sessions/{session_id}/calls/{quote(call_id, safe='')}/approve", json={}))
+        send = await decision_of(world, door, session_id, call_id, http, anonymous)
+        await asyncio.sleep(think)
+        sent = time.time()
+        seconds = await sse_tool_result(stream, send)
     return seconds, sent
 
 
@@ -232,7 +207,7 @@ async def decide_by_a2a(world: World, session_id: str, call_id: str, think: floa
 
 async def one_decision(world: World, door: str, think: float) -> Decision:
     session_id, call_id, tool_session = await paused(world, door)
-    if door in ("api", "slack", "sub-agent"):
+    if door not in ("ag-ui", "a2a"):
         seconds, sent = await decide_watching(world, door, session_id, call_id, think)
     elif door == "ag-ui":
         seconds, sent = await decide_by_ag_ui(world, session_id, call_id, think)
@@ -262,7 +237,7 @@ async def settle_history(client: Client, decision: Decision, sent: float) -> Non
     tools = {e.event_id for e in ran_in if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
              and e.activity_task_scheduled_event_attributes.activity_type.name == "run_tool"}
     [done] = [e for e in ran_in if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
-              and e.activity_task_completed_event_attributes.scheduled_event_id in tools]
+              and e.activity_task_completed_event_attributes.scheduled_event_id in tools]  # a question fails the first run
     decision.tool_seconds = done.event_time.ToDatetime().timestamp() - sent
     decision.events = len(events)
     decision.workflow_tasks = sum(e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED for e in events)
@@ -301,19 +276,20 @@ async def door_round(world: World, metrics: str, door: str, round_no: int, decis
 
 def table(rounds: list[DoorRound], think: float, load: str) -> str:
     doors = list(dict.fromkeys(r.door for r in rounds))
-    lines = [f"{'door':<10}{'round':>6}{'to tool result ms':>19}{'vs api':>8}{'to tool done ms':>17}{'vs api':>8}"
+    lines = [f"{'door':<12}{'round':>6}{'to tool result ms':>19}{'vs api':>8}{'to tool done ms':>17}{'vs api':>8}"
              f"{'events':>8}{'wf tasks':>10}{'requests':>10}"]
     for door in doors:
         for mine in (r for r in rounds if r.door == door):
             [api] = [r for r in rounds if r.door == "api" and r.round_no == mine.round_no] or [mine]
             lines.append(
-                f"{door:<10}{mine.round_no + 1:>6}{mine.median('seconds') * 1000:>19.0f}"
+                f"{door:<12}{mine.round_no + 1:>6}{mine.median('seconds') * 1000:>19.0f}"
                 f"{mine.median('seconds') / api.median('seconds'):>8.2f}{mine.median('tool_seconds') * 1000:>17.0f}"
                 f"{mine.median('tool_seconds') / api.median('tool_seconds'):>8.2f}{mine.median('events'):>8.0f}"
                 f"{mine.median('workflow_tasks'):>10.0f}{mine.requests_per_decision:>10.1f}")
     count = len(rounds[0].decisions)
     lines += ["", f"each row the median of {count} decisions (one session each, a child's too for sub-agent: start, "
-              f"pause, approve, delete_file, answer); {think:g} s of thought before each, not timed; ratios against the api row of the same round;",
+              "pause, approve, delete_file, answer; elicitation's: start, book_table asks, the answer, book_table "
+              f"again, answer); {think:g} s of thought before each, not timed; ratios against the api row of the same round;",
               "events and workflow tasks per session; requests: the server frontend's round trips per decision "
               "(session start and event stream included)",
               f"load average before / after: {load}"]

@@ -14,8 +14,8 @@ figure shows as two clusters, not one mean):
    alternating rounds of `--load-sessions` sessions x `--tool-steps` steps at once:
    steps/s, worker and server CPU per step, each round;
 3. bench/doors.py: a decision through the API (POST approve -> `tool_result` on the
-   session's event stream), AG-UI, A2A, Slack and a sub-agent's pause decided at its
-   root, against the API's, each round.
+   session's event stream), AG-UI, A2A, Slack, a sub-agent's pause decided at its
+   root, a mail's link and an MCP server's question answered, against the API's, each round.
 
 Beside the times: events, workflow tasks and the server frontend's round trips
 per session (1, 3) or per tool step (2).
@@ -38,7 +38,9 @@ from bench.process_figures import load_average
 ROOT = Path(__file__).resolve().parent.parent
 DOOR_FIGURES = {"ag-ui": "AG-UI resume -> TOOL_CALL_RESULT", "a2a": "A2A decision -> completed task",
                 "slack": "Slack click -> SSE tool_result",
-                "sub-agent": "Sub-agent: approve at the root -> the delegation's SSE tool_result"}
+                "sub-agent": "Sub-agent: approve at the root -> the delegation's SSE tool_result",
+                "email": "Mail link POST /decide/<token> -> SSE tool_result",
+                "elicitation": "MCP elicitation: answer the form -> the retried tool's SSE tool_result"}
 
 
 def approval_runs(runs: int, sessions: int) -> list[dict[str, Any]]:

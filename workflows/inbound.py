@@ -25,7 +25,7 @@ from workflows.identity import ProofRefusal, RunCheck, SpentProof
 from workflows.limits import MAX_QUEUED_BYTES, RECORDED_BYTES, clip, unreadable_reason, utf8_size
 from workflows.decisions import CLAIM_SECONDS_AT_MOST, Claim, DecisionBase, Refusal, parse_decision
 from workflows.pauses import ClaimVerdict, Verdict, Vote
-from workflows.recorder import door
+from workflows.recorder import STRAIGHT_THROUGH_TEMPORAL, door
 from workflows.rules import args_sha256, grant_from
 from workflows.session import CancelRequest, UserMessage
 from workflows.agent_parts import AgentParts
@@ -152,14 +152,15 @@ class Inbound(AgentParts):
         self.run_state.pauses.apply(verdict)
         if isinstance(verdict, Vote):
             item = next(item for item in self.run_state.pauses.open if item.call_id == verdict.call_id)
-            self.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by, via=verdict.via,
+            self.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by,
+                        via=verdict.via or STRAIGHT_THROUGH_TEMPORAL,
                         comment=verdict.comment, rule=verdict.rule)
             self.run_state.events.add("vote", workflow.now(), call_id=item.call_id, by=verdict.by, **door(verdict.via),
                                approvals=list(item.approvals), required_approvals=item.required_approvals)
             self.publish()
             return {"accepted": True, "call_id": verdict.call_id, "outcome": "awaiting_more_approvals",
                     "approvals": item.approvals, "required_approvals": item.required_approvals}
-        self.record_settlement(verdict)
+        self.record_settlement(verdict, audit_via=STRAIGHT_THROUGH_TEMPORAL)
         if verdict.remember is not None and verdict.run_with is not None:
             self.run_state.grants = newest([*self.live_grants(), grant_from(
                 verdict.remember, verdict.tool, args_sha256(verdict.run_with), verdict.by, verdict.call_id, workflow.now(),

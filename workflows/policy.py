@@ -20,6 +20,7 @@ from typing import Annotated, Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from workflows.agents import agent_of
 from workflows.forms import describe_validation_error
 
 ANYONE = "*"
@@ -172,9 +173,12 @@ class OperatorPolicy(BaseModel):
         return self.expand(names) | named_groups
 
     def first_untrusted(self, results: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
-        """The first (tool, call id) whose output the policy does not trust (any it cannot tell)."""
+        """The first (tool, call id) whose output the policy does not trust (any it cannot tell). A
+        sub-agent's answer is its child's output, which may carry what the child's untrusted tools
+        read: this session cannot tell, so a delegation counts as untrusted output too."""
         return next(((tool, call_id) for tool, call_id in results
-                     if matches(tool, self.untrusted_output) or (tool == MORE_TOOLS and self.untrusted_output)), None)
+                     if matches(tool, self.untrusted_output)
+                     or ((tool == MORE_TOOLS or agent_of(tool) is not None) and self.untrusted_output)), None)
 
     def accepts_definition(self, tool: str, sha256: str) -> bool:
         return any(sha256.startswith(prefix.lower()) for prefix in self.accepted_definitions.get(tool, []))

@@ -76,7 +76,8 @@ class Recorder(AgentParts):
         self.publisher.publish(self.state, self.run_state.pauses.open, workflow.now())
         self.report_pauses()  # a child tells its parent (workflows/delegating.py)
 
-    def record_settlement(self, settlement: Settlement) -> None:
+    def record_settlement(self, settlement: Settlement, audit_via: str | None = None) -> None:
+        """`audit_via`: the door the audit row names when the settlement does not (see inbound.apply)."""
         self.run_state.events.add(
             "pause_settled", settlement.at, call_id=settlement.call_id, tool=settlement.tool, outcome=settlement.outcome,
             by=settlement.by, reason=settlement.result if settlement.outcome not in ("approved", "edited") else None,
@@ -89,17 +90,24 @@ class Recorder(AgentParts):
         })
         self.record(
             AUDIT_EVENT[settlement.outcome], settlement.call_id, settlement.tool, settlement.args_sha256,
-            by=settlement.by, via=settlement.via, comment=settlement.comment, rule=settlement.rule,
+            by=settlement.by, via=settlement.via or audit_via, comment=settlement.comment, rule=settlement.rule,
             reason=settlement.result if settlement.outcome not in ("approved", "edited", "answered") else None,
         )
         self.notify_settled(settlement)
 
     def record(self, event: AuditEventKind, call_id: str | None = None, tool: str | None = None,
                sha: str | None = None, **details: Any) -> None:
-        clipped = {key: clip(value, 1_000) if isinstance(value, str) else value for key, value in details.items()}
+        clipped: dict[str, Any] = {key: clip(value, 1_000) if isinstance(value, str) else value for key, value in details.items()}
         self.run_state.audit.append(
             AuditEvent(at=workflow.now(), event=event, call_id=call_id, tool=tool, args_sha256=sha, **clipped)
         )
+
+
+# The door the audit names for a person's decision that named none: every door of this product
+# (the API and what stands on it, the CLI, the chat) has named itself since the first supported
+# build, so it came straight through Temporal (the `temporal` CLI, the Temporal UI, an SDK client).
+# Only the audit row says so: the decision itself, and what its proof binds, stay as sent.
+STRAIGHT_THROUGH_TEMPORAL = "temporal"
 
 
 def door(via: str | None) -> dict[str, str]:

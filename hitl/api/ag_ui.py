@@ -27,13 +27,14 @@ from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 from starlette.background import BackgroundTask
 from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError
 
 from hitl.api.ag_ui_events import Translator, interrupt_of
 from hitl.api.ag_ui_resume import decide_resumed
 from hitl.api.auth import bearer_token, caller, identity
 from hitl.api.oidc import Identity
 from hitl.api.events import stream
-from hitl.api.gateway import run_query, temporal
+from hitl.api.gateway import run_query, temporal, temporal_trouble
 from hitl.api.guard import facts_of, granted
 from hitl.api.sessions import SESSION_ID, Message, send_message, settle, start_session
 from hitl.api.stream_access import NO_LONGER_READABLE, Reader
@@ -76,6 +77,10 @@ async def run_events(request: Request, run: RunAgentInput, reader: Reader, optio
             yield event
     except HTTPException as error:
         yield RunErrorEvent(message=" ".join(str(error.detail).split()), code=str(error.status_code))
+    except (RPCError, RuntimeError) as error:  # as the API's routes answer it (503): the stream ends in one line
+        if (trouble := temporal_trouble(error)) is None:
+            raise
+        yield RunErrorEvent(message=" ".join(trouble.split()), code="503")
 
 
 async def turn(request: Request, run: RunAgentInput, reader: Reader, options: dict[str, Any]) -> AsyncIterator[BaseEvent]:
@@ -94,7 +99,7 @@ async def turn(request: Request, run: RunAgentInput, reader: Reader, options: di
         async for event in followed(client, request, run, 0, reader, ending):
             yield event
         return
-    before = int((await read_events(handle, 0, 1) or {}).get("last") or 0)
+    before = int((await read_events(client, session_id, 0, 1) or {}).get("last") or 0)
     if run.resume:
         for note in await decide_resumed(request, session_id, person, run.resume):
             yield note
@@ -163,7 +168,7 @@ async def followed(client: Client, request: Request, run: RunAgentInput, before:
         while True:
             if end_task.done() and last is None:
                 end = end_task.result()
-                last = int(end.get("event") or 0) or int((await read_events(client.get_workflow_handle(session_id), 0, 1)
+                last = int(end.get("event") or 0) or int((await read_events(client, session_id, 0, 1)
                                                           or {}).get("last") or seen)
             if last is not None and seen >= last:
                 break

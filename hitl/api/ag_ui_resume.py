@@ -18,6 +18,7 @@ from typing import Any
 from ag_ui.core import CustomEvent, ResumeEntry
 from fastapi import HTTPException, Request
 from pydantic import ValidationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from hitl.api.calls import DOOR_VERBS, Verb, decide, decision_fields
 from hitl.api.gateway import temporal
@@ -109,7 +110,15 @@ def fits(plan: Resolution, item: dict[str, Any]) -> None:
 
 async def decided_already(request: Request, session_id: str, plan: Resolution, person: str) -> bool:
     """Whether the audit shows this person deciding this call this way (the entry was sent before).
-    It names only the person's own decision, so it tells them nothing they did not do."""
-    trail = await read_all(await temporal(request).get(), session_id, AUDIT_PAGE.name, "events")
-    return any(event.get("call_id") == plan.call_id and event.get("by") == person
+    It names only the person's own decision, so it tells them nothing they did not do. A sub-agent's
+    call, which its root lists as `<child session>/<call>`, is recorded in the child's audit."""
+    child, _, child_call = plan.call_id.rpartition("/")
+    audited, call_id = (child, child_call) if child.startswith(f"{session_id}/") else (session_id, plan.call_id)
+    try:
+        trail = await read_all(await temporal(request).get(), audited, AUDIT_PAGE.name, "events")
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:  # no such child: nothing of it was decided
+            return False
+        raise
+    return any(event.get("call_id") == call_id and event.get("by") == person
                and event.get("event") in RECORDED_AS[plan.verb] for event in trail)

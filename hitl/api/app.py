@@ -35,7 +35,7 @@ from hitl.api.auth import StreamTickets, TokenBook, TokenFileError, hide_queries
 from hitl.api.body_limit import BodyLimit
 from hitl.api.codec import CodecDoor, is_loopback
 from hitl.api.followed import Followed
-from hitl.api.gateway import Temporal, ticket_secret
+from hitl.api.gateway import Temporal, temporal_trouble, ticket_secret
 from hitl.api.json_bodies import StrictJsonBodies
 from hitl.api.observed import observe
 from hitl.api.oidc import OpenIDConfigError, OpenIDProvider
@@ -122,19 +122,13 @@ def create_app(
     hide_queries_from_access_log()
 
     @app.exception_handler(RPCError)
-    async def temporal_unreachable(request: Request, error: RPCError) -> JSONResponse:
-        """A Temporal call that failed where a route did not expect it: the API cannot reach Temporal
-        (or Temporal cannot answer), which is 503, never 500."""
-        return JSONResponse({"detail": f"Temporal did not answer: {error.message}"}, status_code=503,
-                            headers={"Retry-After": "5"})
-
     @app.exception_handler(RuntimeError)
-    async def temporal_never_reached(request: Request, error: RuntimeError) -> JSONResponse:
-        """The SDK raises RuntimeError('Failed client connect: ...') from a client that has not
-        reached Temporal yet; any other RuntimeError is a bug, answered 500 and logged."""
-        if "client connect" in str(error):
-            return JSONResponse({"detail": f"cannot reach Temporal: {error}"}, status_code=503,
-                                headers={"Retry-After": "5"})
+    async def temporal_unreachable(request: Request, error: Exception) -> JSONResponse:
+        """A Temporal call that failed where a route did not expect it (an RPC it did not answer, a
+        client that never connected: `temporal_trouble`) is 503, never 500; any other RuntimeError
+        is a bug, answered 500 and logged."""
+        if (trouble := temporal_trouble(error)) is not None:
+            return JSONResponse({"detail": trouble}, status_code=503, headers={"Retry-After": "5"})
         logging.getLogger("hitl.api").error("unexpected error", exc_info=error)
         return JSONResponse({"detail": "internal error"}, status_code=500)
 

@@ -135,20 +135,22 @@ async def caller(who: Identity = Depends(identity)) -> str:
 
 
 class StreamTickets:
-    """Issue and check stream tickets: `<person b64>.<session b64>.<expiry>.<credential expiry>.<groups b64>.<hmac>`."""
+    """Issue and check stream tickets: `<person b64>.<session b64>.<expiry>.<credential expiry>.<groups b64>.<page>.<hmac>`."""
 
     def __init__(self, secret: Callable[[], bytes], clock: Callable[[], float] = time.time) -> None:
         self.secret = secret  # read on first use: the signing key may be created then
         self.clock = clock
         self.used: dict[str, int] = {}  # MAC -> expiry: a ticket opens one stream (per API process)
 
-    def issue(self, person: str, session_id: str, until: float | None = None, groups: tuple[str, ...] = ()) -> tuple[str, int]:
+    def issue(self, person: str, session_id: str, until: float | None = None, groups: tuple[str, ...] = (),
+              page: str | None = None) -> tuple[str, int]:
         """A ticket for `person` on `session_id`; `until`: when the credential it was bought with
         expires (an OpenID token's exp), so the stream it opens ends then too; `groups`: the
-        groups that credential vouched for."""
+        groups that credential vouched for; `page`: the web sign-in it was bought with, whose
+        sign-out ends the stream."""
         expires = int(self.clock()) + TICKET_SECONDS
         body = ".".join([_b64(person), _b64(session_id), str(expires), "" if until is None else str(int(until)),
-                         _b64(json.dumps(list(groups)))])
+                         _b64(json.dumps(list(groups))), page or ""])
         return f"{body}.{self._mac(body)}", expires
 
     def redeem(self, ticket: str, session_id: str) -> Identity | None:
@@ -158,7 +160,7 @@ class StreamTickets:
         # Bytes, not str: compare_digest refuses a str with non-ASCII characters (a 500).
         if not body or not hmac.compare_digest(mac.encode(), self._mac(body).encode()):
             return None
-        person_b64, session_b64, expires, until, groups_b64 = (body.split(".") + [""] * 5)[:5]
+        person_b64, session_b64, expires, until, groups_b64, page = (body.split(".") + [""] * 6)[:6]
         try:
             person, session, at_most = _unb64(person_b64), _unb64(session_b64), int(expires)
             credential_expires = float(until) if until else None
@@ -170,7 +172,7 @@ class StreamTickets:
             return None
         self.used = {spent: expiry for spent, expiry in self.used.items() if expiry >= now}
         self.used[mac] = at_most
-        return Identity(person, groups, credential_expires)
+        return Identity(person, groups, credential_expires, page or None)
 
     def _mac(self, body: str) -> str:
         return hmac.new(self.secret(), body.encode(), hashlib.sha256).hexdigest()

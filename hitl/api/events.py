@@ -36,7 +36,7 @@ from hitl.api.oidc import Identity
 from hitl.api.gateway import temporal
 from hitl.api.guard import Grant, allowed, facts_of, policy_of, refuse_unless
 from hitl.api.stream_access import SIGN_IN_EXPIRED, Reader, SettledCalls
-from hitl.client.events import PAGE, EventsUnavailable, SessionEvent, follow_event_batches, gap, read_events
+from hitl.client.events import FASTEST, PAGE, SLOWEST, EventsUnavailable, SessionEvent, follow_event_batches, gap, read_events
 
 router = APIRouter(prefix="/sessions/{session_id}/events", tags=["events"])
 
@@ -57,15 +57,19 @@ class Feed:
     problem: str | None = None
     facts: SessionFacts | None = None  # None until read, and when they could not be read
     settled: SettledCalls = field(default_factory=SettledCalls)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)  # set: read now, something was sent
+    fastest: float = FASTEST
+    slowest: float = SLOWEST
 
     def start(self) -> None:
         self.task = asyncio.create_task(self.run(), name=f"events feed {self.session_id}")
 
     async def run(self) -> None:
         try:
-            start = await read_events(self.client.get_workflow_handle(self.session_id), 0, 1)
+            start = await read_events(self.client, self.session_id, 0, 1)
             self.ready.set()
-            async for batch in follow_event_batches(self.client, self.session_id, int((start or {}).get("last") or 0)):
+            async for batch in follow_event_batches(self.client, self.session_id, int((start or {}).get("last") or 0),
+                                                   fastest=self.fastest, slowest=self.slowest, wake=self.wake):
                 # The order is the point: the batch was observed (the query answered) before the
                 # describe below is sent, so these facts are at least as new as every event in the
                 # batch. A settlement that took someone's access away before a private message was
@@ -99,15 +103,17 @@ async def facts_now(handle: WorkflowHandle[Any, Any], settled: SettledCalls) -> 
 
 
 class Feeds:
-    """The feeds of the sessions somebody is watching; a feed stops with its last listener."""
+    """The feeds of the sessions somebody is watching; a feed stops with its last listener. Each
+    reads its session's log between `fastest` and `slowest` seconds apart, and at once when nudged."""
 
-    def __init__(self) -> None:
+    def __init__(self, fastest: float = FASTEST, slowest: float = SLOWEST) -> None:
         self.feeds: dict[str, Feed] = {}
+        self.fastest, self.slowest = fastest, slowest
 
     def join(self, client: Client, session_id: str) -> tuple[Feed, asyncio.Queue[list[SessionEvent] | None]]:
         feed = self.feeds.get(session_id)
         if feed is None or (feed.task is not None and feed.task.done()):
-            feed = self.feeds[session_id] = Feed(client, session_id)
+            feed = self.feeds[session_id] = Feed(client, session_id, fastest=self.fastest, slowest=self.slowest)
             feed.start()
         queue: asyncio.Queue[list[SessionEvent] | None] = asyncio.Queue()
         feed.listeners.add(queue)
@@ -119,6 +125,14 @@ class Feeds:
             del self.feeds[feed.session_id]
             if feed.task is not None:
                 feed.task.cancel()
+
+    def nudge(self, session_id: str) -> None:
+        """Something was just sent to `session_id`: its feed, and the feeds of the sessions it is a
+        child of (whose streams show what its pauses lead to), read now rather than after the
+        quiet wait."""
+        for watched, feed in self.feeds.items():
+            if session_id == watched or session_id.startswith(f"{watched}/"):
+                feed.wake.set()
 
     def watched(self) -> dict[str, int]:
         """Listeners per watched session (for tests and operators)."""
@@ -135,7 +149,7 @@ async def stream_reader(
         redeemed = request.app.state.tickets.redeem(ticket, session_id)
         if redeemed is None:
             raise HTTPException(401, "the stream ticket is invalid, expired, used already, or for another session")
-        return Reader(signed_in(request, redeemed).person, expires_at=redeemed.expires_at)
+        return Reader(signed_in(request, redeemed).person, expires_at=redeemed.expires_at, page=redeemed.page)
     return Reader.of(await identity(request, authorization), bearer_token(authorization))
 
 
@@ -156,9 +170,8 @@ def as_sse(event: SessionEvent) -> ServerSentEvent:
 async def backlog(client: Client, session_id: str, after: int) -> AsyncIterator[list[SessionEvent]]:
     """What the session kept after `after`, a page at a time, read once per connection (a resync
     first if it is gone)."""
-    handle = client.get_workflow_handle(session_id)
     while True:
-        answer = await read_events(handle, after, PAGE)
+        answer = await read_events(client, session_id, after, PAGE)
         if answer is None:
             return  # the session is between runs: the feed brings what follows
         if (missed := gap(after, answer)) is not None:
@@ -193,7 +206,9 @@ async def stream(request: Request, client: Client, session_id: str, after: int, 
     feeds: Feeds = request.app.state.feeds
 
     def refusal(facts: SessionFacts | None) -> str | None:
-        return reader.refusal(facts, policy_of(request), tokens_of(request), time.time())
+        web = getattr(request.app.state, "web_sign_in", None)
+        return reader.refusal(facts, policy_of(request), tokens_of(request), time.time(),
+                              web.still_signed_in if web is not None else lambda page: False)
 
     feed, queue = feeds.join(client, session_id)
     try:
@@ -267,6 +282,6 @@ async def ticket(session_id: str, request: Request, grant: Grant = Depends(allow
                  who: Identity = Depends(identity)) -> dict[str, Any]:
     """A ticket for one `GET .../events?ticket=`, for clients that cannot send headers (EventSource):
     good once, for a minute."""
-    value, expires = request.app.state.tickets.issue(grant.person, session_id, who.expires_at, who.groups)
+    value, expires = request.app.state.tickets.issue(grant.person, session_id, who.expires_at, who.groups, who.page)
     return {"ticket": value, "expires_in": TICKET_SECONDS, "expires_at": expires,
             "url": f"/sessions/{session_id}/events?ticket={value}"}

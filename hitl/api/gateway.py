@@ -16,6 +16,7 @@ from fastapi import HTTPException, Request
 from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from hitl.client.queries import query_now
 from hitl.client.refusals import code_of, reason_of
 from hitl.client.updates import execute_update_retrying, was_not_applied
 from hitl.settings import Settings, connect
@@ -101,12 +102,10 @@ async def send_signed(request: Request, session_id: str, update: Update[Any, Any
 async def run_query(request: Request, session_id: str, query: Query[Any, Any], arg: Any = None) -> Any:
     """A query of the session; 404 when there is no such session. Retried briefly while a
     run hands over to the next (the new run's first task is not scheduled yet)."""
-    handle = await handle_of(request, session_id)
+    client = await temporal(request).get()
     for attempt in range(20):
         try:
-            if arg is None:
-                return await handle.query(query.name)
-            return await handle.query(query.name, arg)
+            return await query_now(client, session_id, query.name, arg)
         except RPCError as error:
             if error.status == RPCStatusCode.NOT_FOUND:
                 raise HTTPException(404, f"unknown session {session_id!r}") from None
@@ -123,7 +122,7 @@ async def send_update(request: Request, session_id: str, update: Update[Any, Any
     """A validated Update; a refusal becomes 403/404/409/422 with the workflow's reason."""
     handle = await handle_of(request, session_id)
     try:
-        return await execute_update_retrying(handle, update, payload)
+        accepted = await execute_update_retrying(handle, update, payload)
     except WorkflowUpdateFailedError as error:
         raise Refused(code_of(error), reason_of(error)) from None
     except RPCError as error:
@@ -135,6 +134,18 @@ async def send_update(request: Request, session_id: str, update: Update[Any, Any
         if error.status == RPCStatusCode.NOT_FOUND:
             raise HTTPException(404, f"unknown session {session_id!r}") from None
         raise HTTPException(503, f"the session did not answer: {error.message}") from None
+    request.app.state.feeds.nudge(session_id)  # its event streams show what follows at once
+    return accepted
+
+
+def temporal_trouble(error: BaseException) -> str | None:
+    """What a failure of Temporal's (an RPC it did not answer, a client that never connected)
+    says to the caller, answered 503; None for any other error, which is a bug."""
+    if isinstance(error, RPCError):
+        return f"Temporal did not answer: {error.message}"
+    if isinstance(error, RuntimeError) and "client connect" in str(error):
+        return f"cannot reach Temporal: {error}"
+    return None
 
 
 def now() -> datetime:

@@ -55,11 +55,13 @@ class ProviderUnavailable(RuntimeError):
 @dataclass(frozen=True)
 class Identity:
     """Who a credential proves: the person, their groups (from the provider; none from the token
-    file) and until when the credential holds (None: while the token file keeps it)."""
+    file) and until when the credential holds (None: while the token file keeps it); `page`: the
+    web sign-in it came through (hitl/api/web_sign_in.py, page_of), which sign-out ends."""
 
     person: str
     groups: tuple[str, ...] = ()
     expires_at: float | None = None
+    page: str | None = None
 
 
 @dataclass

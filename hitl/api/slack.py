@@ -57,7 +57,7 @@ class SlackDoor:
     def refusal(self, body: bytes, headers: Mapping[str, str]) -> str | None:
         """Why Slack did not send this request, or None."""
         stamp, signature = headers.get("x-slack-request-timestamp", ""), headers.get("x-slack-signature", "")
-        if not stamp.isdigit():
+        if not stamp.isdigit() or len(stamp) > 20:  # unix seconds; past 4300 digits int() raises (a 500)
             return "no X-Slack-Request-Timestamp"
         if abs(time.time() - int(stamp)) > WINDOW_SECONDS:
             return "the request's timestamp is more than five minutes from now"

@@ -12,7 +12,7 @@ with an OpenID provider's token also ends when that token expires, events or not
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from hitl.api.access import SessionFacts, verdict
 from hitl.api.auth import TokenBook
@@ -22,6 +22,7 @@ from hitl.client.events import SessionEvent
 NO_LONGER_READABLE = "you may no longer read this session"
 TOKEN_WITHDRAWN = "the token this stream was opened with is no longer accepted"
 SIGN_IN_EXPIRED = "the sign-in this stream was opened with has expired; sign in again and reconnect"
+SIGNED_OUT = "the web sign-in this stream was opened with has ended (signed out); sign in again and reconnect"
 UNCHECKED = "whether you may still read this session could not be checked; reconnect to go on"
 
 
@@ -34,18 +35,23 @@ class Reader:
     person: str
     token: str | None = None
     expires_at: float | None = None
+    page: str | None = None  # the web sign-in it was opened through (Identity.page): it ends with it
 
     @classmethod
     def of(cls, who: Identity, token: str | None) -> Reader:
         """The reader a credential makes: a file's token is asked again before each batch, an
         OpenID provider's token holds until its exp."""
         if who.expires_at is not None:
-            return cls(who.person, expires_at=who.expires_at)
+            return cls(who.person, expires_at=who.expires_at, page=who.page)
         return cls(who.person, token)
 
-    def refusal(self, facts: SessionFacts | None, policy: Any, tokens: TokenBook, now: float) -> str | None:
+    def refusal(self, facts: SessionFacts | None, policy: Any, tokens: TokenBook, now: float,
+                signed_in: Callable[[str], bool] = lambda page: False) -> str | None:
         """Why this reader may not be given more events now (None: they may). The reason names no
-        content: not which call settled, nor who may read instead."""
+        content: not which call settled, nor who may read instead. `signed_in`: whether a web
+        sign-in is still live (WebSignIn.still_signed_in)."""
+        if self.page is not None and not signed_in(self.page):
+            return SIGNED_OUT
         if self.expires_at is not None:
             if now >= self.expires_at:
                 return SIGN_IN_EXPIRED

@@ -24,7 +24,7 @@ import hashlib
 import os
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
 import httpx
@@ -36,6 +36,9 @@ from hitl.api.oidc import FETCH_TIMEOUT, Identity, OpenIDProvider, ProviderUnava
 SESSION_COOKIE = "hitl_session"
 LOGIN_COOKIE = "hitl_login"
 LOGIN_SECONDS = 600  # a sign-in not finished at the provider within this is forgotten
+# Anyone may start a sign-in: beyond this many unfinished ones the oldest is forgotten (its person
+# starts again), so requests that never come back cannot fill the process's memory.
+PENDING_LOGINS_AT_MOST = 10_000
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 router = APIRouter(prefix="/auth", tags=["web sign-in"])
@@ -56,6 +59,7 @@ class WebSignIn:
     scopes: str = "openid email"
     logins: dict[str, tuple[str, float]] = field(default_factory=dict)  # state -> (PKCE verifier, until)
     sessions: dict[str, WebSession] = field(default_factory=dict)
+    pending_at_most: int = PENDING_LOGINS_AT_MOST
 
     @classmethod
     def from_env(cls, provider: OpenIDProvider | None) -> WebSignIn | None:
@@ -85,7 +89,26 @@ class WebSignIn:
         if request.method not in SAFE_METHODS and not secrets.compare_digest(
                 request.headers.get("x-csrf-token", "").encode(), session.csrf.encode()):
             raise HTTPException(403, "missing or wrong X-CSRF-Token (GET /auth/session gives it to this page)")
-        return session.identity
+        return replace(session.identity, page=page_of(request.cookies[SESSION_COOKIE]))
+
+    def begin_login(self, state: str, verifier: str, now: float) -> None:
+        """Keep a sign-in the provider will send back, forgetting the expired ones and, past
+        `pending_at_most`, the oldest (they are kept in the order they began, which is their
+        order of expiry: each step is the first entry, not a pass over all of them)."""
+        while self.logins and (len(self.logins) >= self.pending_at_most or next(iter(self.logins.values()))[1] <= now):
+            del self.logins[next(iter(self.logins))]
+        self.logins[state] = (verifier, now + LOGIN_SECONDS)
+
+    def still_signed_in(self, page: str) -> bool:
+        """Whether the web sign-in `page` names is live: a stream it opened ends once it is not."""
+        now = time.time()
+        return any(page_of(sid) == page and (session.identity.expires_at or 0) > now
+                   for sid, session in list(self.sessions.items()))
+
+
+def page_of(sid: str) -> str:
+    """A web sign-in's name that is not its cookie (it rides in stream tickets, in URLs)."""
+    return hashlib.sha256(sid.encode()).hexdigest()[:32]
 
 
 def from_this_origin(request: Request) -> bool:
@@ -115,9 +138,7 @@ def secure(request: Request) -> bool:
 async def sign_in(request: Request) -> Response:
     web = web_sign_in(request)
     state, verifier = secrets.token_urlsafe(24), secrets.token_urlsafe(48)
-    now = time.time()
-    web.logins = {known: login for known, login in web.logins.items() if login[1] > now}
-    web.logins[state] = (verifier, now + LOGIN_SECONDS)
+    web.begin_login(state, verifier, time.time())
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
     try:
         authorize = await web.provider.endpoint("authorization_endpoint")
@@ -150,7 +171,8 @@ async def callback(request: Request, code: str | None = None, state: str | None 
         who = await web.provider.identity(token)
     except (TokenRefused, ProviderUnavailable) as refused:
         return PlainTextResponse(f"sign-in failed: {refused}", status_code=401)
-    sid = secrets.token_urlsafe(32)
+    sid, now = secrets.token_urlsafe(32), time.time()
+    web.sessions = {known: kept for known, kept in web.sessions.items() if (kept.identity.expires_at or 0) > now}
     web.sessions[sid] = WebSession(who, secrets.token_urlsafe(32))
     answer = RedirectResponse("/", status_code=303)
     answer.delete_cookie(LOGIN_COOKIE, path="/auth")

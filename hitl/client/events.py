@@ -6,6 +6,9 @@ answer, a state change, each with an id that grows by one for the whole
 session, across continue-as-new. Following it is reading that query from the
 last id seen: quickly while things happen, more slowly while nothing does
 (capped at `slowest`), so one follower costs at most a query a second when idle.
+A follower told that something was just sent to the session (`wake`: the API's
+feeds, after a decision, a message or a cancel through the API) reads at once
+and quickly again, so a person's decision is not followed by a second of silence.
 
 A query is answered by a worker from the workflow's state and is never recorded
 in history, so following costs the session nothing. The handle carries no run
@@ -23,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from hitl.client.queries import Ask, query_now
 from workflows.contract import EVENTS
 
 RESYNC = "resync"
@@ -80,13 +84,16 @@ async def follow_events(
     fastest: float = FASTEST,
     slowest: float = SLOWEST,
     page: int = PAGE,
+    wake: asyncio.Event | None = None,
+    ask: Ask = query_now,
 ) -> AsyncIterator[SessionEvent]:
     """Yield the session's events after id `after` as they happen, until the session closes.
 
     A `resync` event comes first whenever events after `after` are no longer kept (a long absence,
     a client's Last-Event-ID from long ago) or the session's ids are behind `after` (a reset).
     """
-    async for batch in follow_event_batches(client, session_id, after, fastest=fastest, slowest=slowest, page=page):
+    async for batch in follow_event_batches(client, session_id, after, fastest=fastest, slowest=slowest, page=page,
+                                            wake=wake, ask=ask):
         for event in batch:
             yield event
 
@@ -99,15 +106,18 @@ async def follow_event_batches(
     fastest: float = FASTEST,
     slowest: float = SLOWEST,
     page: int = PAGE,
+    wake: asyncio.Event | None = None,
+    ask: Ask = query_now,
 ) -> AsyncIterator[list[SessionEvent]]:
     """`follow_events`, one read's new events at a time (a `resync` is a batch of its own): for a
-    follower that does something once per read, as the API's streams check access."""
+    follower that does something once per read, as the API's streams check access. Setting `wake`
+    ends the wait between two reads and starts over from `fastest`."""
     handle = client.get_workflow_handle(session_id)  # no run id: always the newest run
     delay = fastest
     loop = asyncio.get_running_loop()
     quiet_since = loop.time()
     while True:
-        answer = await read_events(handle, after, page)
+        answer = await read_events(client, session_id, after, page, ask)
         events = [SessionEvent.model_validate(event) for event in (answer or {}).get("events", [])]
         if answer is not None and (missed := gap(after, answer)) is not None:
             yield [missed]
@@ -135,20 +145,35 @@ async def follow_event_batches(
                 if await has_ended(handle):
                     return
                 quiet_since = loop.time()
-        await asyncio.sleep(delay)
+        if await woken(wake, delay):
+            delay, quiet_since = fastest, loop.time()
 
 
-async def read_events(handle: WorkflowHandle[Any, Any], after: int, page: int) -> dict[str, Any] | None:
-    """One read of the log; None while the answer is only late (a hand-over, a worker restarting)."""
+async def woken(wake: asyncio.Event | None, seconds: float) -> bool:
+    """Wait `seconds`, or less when `wake` is set meanwhile (then cleared): whether it was."""
+    if wake is None:
+        await asyncio.sleep(seconds)
+        return False
     try:
-        return await handle.query(EVENTS.name, {"after": after, "limit": page}, rpc_timeout=RPC)
+        await asyncio.wait_for(wake.wait(), seconds)
+    except TimeoutError:
+        return False
+    wake.clear()
+    return True
+
+
+async def read_events(client: Client, session_id: str, after: int, page: int, ask: Ask = query_now) -> dict[str, Any] | None:
+    """One read of the log (`ask`: how a query is sent); None while the answer is only late (a
+    hand-over, a worker restarting)."""
+    try:
+        return await ask(client, session_id, EVENTS.name, {"after": after, "limit": page}, rpc_timeout=RPC)
     except WorkflowQueryFailedError as error:
         if "expected but not found" in str(error):
-            raise EventsUnavailable(f"the worker of session {handle.id} has no `events` query (an older build)") from None
+            raise EventsUnavailable(f"the worker of session {session_id} has no `events` query (an older build)") from None
         raise
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
-            raise EventsUnavailable(f"no session {handle.id}") from None
+            raise EventsUnavailable(f"no session {session_id}") from None
         if any(passing in error.message.lower() for passing in PASSING) or error.status in (
             RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAILABLE, RPCStatusCode.CANCELLED,
         ):

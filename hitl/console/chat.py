@@ -225,7 +225,7 @@ class Chat:
 
     async def new_events(self, handle: WorkflowHandle[Any, Any]) -> list[SessionEvent]:
         try:
-            answer = await read_events(handle, self.events_seen, PAGE)
+            answer = await read_events(self.client, handle.id, self.events_seen, PAGE)
         except EventsUnavailable:
             return []  # a worker without the `events` query: the line shows the step alone
         if answer is None:

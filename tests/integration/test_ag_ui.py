@@ -9,8 +9,11 @@ import json
 import os
 import subprocess
 
+from tests.integration.test_sub_agents import JANITOR
+from tests.integration.test_sub_agents_api import delegating_api  # noqa: F401  (a fixture)
 from tests.support.ag_ui_client import drive, step
 from tests.support.api_server import Api, api, new_id, signing_key, token_of  # noqa: F401  (fixtures)
+from tests.support.sessions import eventually
 from tests.system.test_readme_commands import AG_UI_SECTION, bash_blocks, command_lines, section
 
 APPROVE = {"status": "resolved", "payload": {"decision": "approve"}}
@@ -182,3 +185,25 @@ async def test_bad_bodies_are_422_and_refusals_are_one_line_run_errors(api: Api)
         {"interruptId": asked.interrupts[0]["id"], "status": "resolved", "payload": {"decision": "answer", "answer": "x"}}]))
     assert unfit.error == f"resume {asked.interrupts[0]['id']}: an approval is decided with approve or reject, not answer"
     assert [event["event"] for event in await audit_of(api, session)] == ["requested"]
+
+
+async def test_the_same_resume_twice_for_a_childs_call_decides_once_and_says_so(delegating_api: Api) -> None:
+    """A sub-agent's call, listed by its root, is resumed through the root's thread; sent again (a
+    client that did not hear back), it is already decided, as a call of the root's own would be."""
+    started = await delegating_api.start("ana", "delegate janitor: delete notes.txt", agents={"janitor": JANITOR})
+    root = started["session_id"]
+    async with delegating_api.as_("ana") as ana:
+        listed = await eventually(lambda: ana.get(f"/sessions/{root}/pending"), lambda answer: bool(answer.json()))
+    [item] = listed.json()
+    entry = {"interruptId": item["call_id"], **APPROVE}
+    first, again = await drive(delegating_api, root, step("ana", entries=[entry]), step("ana", entries=[entry]))
+
+    assert first.custom("hitl.resume")[0]["outcome"] == "approved", first.events
+    assert again.finished and not again.of_type("RUN_ERROR"), again.events
+    assert again.custom("hitl.resume") == [{"interruptId": item["call_id"], "decision": "approve", "by": "ana",
+                                            "already_decided": True}]
+    assert not (delegating_api.agent.workspace / "notes.txt").exists()
+    # A call of a child the root never had is no call: said in one line, nothing decided.
+    [unknown] = await drive(delegating_api, root, step("ana", entries=[{**entry, "interruptId": f"{root}/janitor/9/call_1"}]))
+    [error] = unknown.of_type("RUN_ERROR")
+    assert error["code"] == "404" and "no call" in error["message"], error

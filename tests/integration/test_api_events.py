@@ -4,7 +4,9 @@ a resync when the caller asks for events the session no longer keeps, tickets fo
 from __future__ import annotations
 
 import asyncio
+from typing import Any, cast
 
+from hitl.api.events import Feed, Feeds
 from tests.support.api_server import Api, EventStream, api, of_type, read_until, signing_key, token_of  # noqa: F401  (fixtures)
 from tests.support.sessions import eventually
 
@@ -104,3 +106,26 @@ async def test_eventsource_clients_use_a_short_lived_ticket_for_one_session_neve
         assert (await anonymous.post(f"/sessions/{one}/events/ticket")).status_code == 401
     async with api.as_("ana") as ana:
         assert (await ana.get("/sessions/no-such-session/events")).status_code == 404
+
+
+async def test_a_decision_through_the_api_reaches_its_stream_at_once_however_quiet_the_session_was(api: Api) -> None:
+    # Feeds that, left alone, would read the session's log once an hour: only the decision's own
+    # nudge can bring its settlement to the stream within the read's bound.
+    api.app.state.feeds = Feeds(fastest=3600, slowest=3600)
+    started = await api.start("ana", "please delete notes.txt")
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+    async with api.as_("ana") as ana, ana.stream("GET", f"/sessions/{session}/events") as response:
+        stream = EventStream(response)
+        await stream.read_until(lambda seen: bool(of_type(seen, "pause_opened")))  # the backlog
+        decided = await ana.post(f"/sessions/{session}/calls/{call}/approve", json={})
+        assert decided.status_code == 200, decided.text
+        live = await stream.read_until(lambda seen: bool(of_type(seen, "pause_settled")))
+    assert of_type(live, "pause_settled")[0]["data"]["data"]["call_id"] == call
+
+
+def test_a_childs_decision_wakes_the_feeds_of_its_root_and_of_itself_and_no_other() -> None:
+    feeds = Feeds()
+    for session_id in ("root", "root/janitor/1", "root/janitor/1/helper/1", "rooted", "other"):
+        feeds.feeds[session_id] = Feed(cast(Any, None), session_id)  # never started: only their wake is read
+    feeds.nudge("root/janitor/1")
+    assert {session_id for session_id, feed in feeds.feeds.items() if feed.wake.is_set()} == {"root", "root/janitor/1"}

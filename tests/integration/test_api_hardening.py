@@ -53,6 +53,13 @@ async def test_readyz_says_whether_temporal_answers_and_every_route_is_503_while
                 answer = await ana.request(method, path, json=body)
                 assert answer.status_code == 503, (method, path, answer.text)
                 assert "Temporal" in answer.json()["detail"], answer.text
+            # AG-UI's run is a stream once it begins: it ends with one RUN_ERROR that says so.
+            run = {"threadId": "s1", "runId": "r1", "state": {}, "messages": [{"id": "m1", "role": "user", "content": "hi"}],
+                   "tools": [], "context": [], "forwardedProps": {}}
+            answer = await ana.post("/ag-ui", json=run)
+            errors = [json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:")
+                      and json.loads(line[5:])["type"] == "RUN_ERROR"]
+            assert [(error["code"], "Temporal" in error["message"]) for error in errors] == [("503", True)], answer.text
 
 
 # The codec endpoint --------------------------------------------------------------------------

@@ -104,7 +104,9 @@ async def test_two_distinct_approvals_are_needed_and_one_rejection_rejects(agent
     await settled(session)
     assert not (agent.workspace / "notes.txt").exists()
     approvals = [e for e in await query(session, "audit") if e["event"] == "approved"]
-    assert [(e["by"], e["rule"]) for e in approvals] == [("ana", "1 of 2 approvals"), ("bo", "2 of 2 approvals")]
+    # Sent straight to Temporal (this SDK client names no door): the vote's row and the settling one say so.
+    assert [(e["by"], e["rule"], e["via"]) for e in approvals] == [
+        ("ana", "1 of 2 approvals", "temporal"), ("bo", "2 of 2 approvals", "temporal")]
 
     (agent.workspace / "notes.txt").write_text("again")
     await session.signal("user_message", {"text": "please delete notes.txt"})

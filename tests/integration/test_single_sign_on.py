@@ -18,7 +18,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from hitl.api.app import signing_key as key_of_the_api
 from hitl.api.oidc import OpenIDProvider
-from hitl.api.stream_access import SIGN_IN_EXPIRED
+from hitl.api.stream_access import SIGN_IN_EXPIRED, SIGNED_OUT
+from hitl.api.web_sign_in import LOGIN_COOKIE, SESSION_COOKIE, WebSession, WebSignIn
 from tests.support.api_server import Api, EventStream, new_id, of_type, serving, signing_key  # noqa: F401  (fixtures)
 from tests.support.openid import AUDIENCE, OTHER_AUDIENCE, OpenID, openid, running_provider  # noqa: F401  (fixtures)
 from tests.support.sessions import eventually, running_agent
@@ -165,6 +166,34 @@ async def test_streams_opened_with_a_token_end_when_the_token_expires(sso_api: A
     assert (sso_api.agent.workspace / "notes.txt").exists()
 
 
+async def test_a_stream_the_page_opened_ends_when_the_page_signs_out_elsewhere(
+        env: WorkflowEnvironment, workspace: Path, signing_key: str, openid: OpenID) -> None:
+    """Bob's inbox is open in two tabs, signed in through the provider; he signs out in the other
+    one. The first tab's event stream (opened by a ticket bought with the cookie) ends with the
+    sign-out, and the session's next message never reaches it, though his token lasts an hour."""
+    provider = OpenIDProvider(openid.issuer, AUDIENCE)
+    web = WebSignIn(provider, "web", "openid email api")
+    async for agent in running_agent(env.client, workspace):
+        async with serving(agent, openid=provider, web_sign_in=web) as api:
+            started = await api.start("ana", "please delete notes.txt", participants=[BOB])
+            session = started["session_id"]
+            web.sessions["bobs-page"] = WebSession(await provider.identity(await openid.token_for("bob")), "csrf")
+            page = api.as_(None, {"Sec-Fetch-Site": "same-origin", "X-CSRF-Token": "csrf"})
+            page.cookies.set(SESSION_COOKIE, "bobs-page")
+            async with page:
+                ticket = (await page.post(f"/sessions/{session}/events/ticket")).json()
+                async with page.stream("GET", ticket["url"]) as response:
+                    assert response.status_code == 200
+                    assert (await page.post("/auth/sign-out")).status_code == 204
+                    async with api.as_("ana") as ana:
+                        sent = await ana.post(f"/sessions/{session}/messages", json={"text": "the secret is 42"})
+                        assert sent.status_code < 300, sent.text
+                    seen = await EventStream(response).read_until(lambda seen: bool(of_type(seen, "end")))
+            assert "the secret is 42" not in json.dumps(seen)
+            [end] = of_type(seen, "end")
+            assert end["data"] == {"access_ended": True, "problem": SIGNED_OUT}
+
+
 async def test_the_groups_a_token_vouches_for_decide_what_the_policy_gives_that_group(groups_api: Api, openid: OpenID) -> None:
     """ana is in "payments" only at the provider; the policy's @finance includes @payments. The API
     lets her decide, and so does the session, from the groups her decision's proof carries."""
@@ -221,3 +250,22 @@ async def test_an_ag_ui_run_with_a_token_of_the_provider_pauses_and_resumes_as_i
     async with with_token(sso_api, token) as bob:
         audit = (await bob.get(f"/sessions/{thread}/audit")).json()
     assert [(event["by"], event["via"]) for event in audit if event["event"] == "approved"] == [(BOB, "ag-ui")]
+
+
+async def test_sign_ins_that_never_come_back_cannot_pile_up(
+        env: WorkflowEnvironment, workspace: Path, signing_key: str, openid: OpenID) -> None:
+    """Anyone may start a sign-in. Past the pending limit the oldest unfinished one is forgotten,
+    so requests that never return from the provider cannot fill the API's memory; its browser
+    is told to start again."""
+    provider = OpenIDProvider(openid.issuer, AUDIENCE)
+    web = WebSignIn(provider, "web", "openid email api", pending_at_most=3)
+    async for agent in running_agent(env.client, workspace):
+        async with serving(agent, openid=provider, web_sign_in=web) as api:
+            async with api.as_(None) as anyone:
+                started = [await anyone.get("/auth/sign-in") for _ in range(5)]
+                states = [answer.cookies[LOGIN_COOKIE] for answer in started]
+                assert all(answer.status_code == 303 for answer in started)
+                assert list(web.logins) == states[2:]
+                anyone.cookies.set(LOGIN_COOKIE, states[0], path="/auth")
+                forgotten = await anyone.get("/auth/callback", params={"code": "any", "state": states[0]})
+    assert forgotten.status_code == 400 and "start again at /auth/sign-in" in forgotten.text

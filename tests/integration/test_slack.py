@@ -151,6 +151,16 @@ async def test_requests_slack_did_not_send_and_people_who_may_not_decide_change_
         assert await tool_runs(world, session) == 0
 
 
+async def test_a_timestamp_that_is_no_time_is_refused_in_one_line(
+        env: WorkflowEnvironment, workspace: Path, tmp_path: Path, signing_key: str) -> None:
+    """Anyone may post to the interactivity URL: a timestamp of five thousand digits (more than
+    Python reads as a number) is refused with the reason (401), never answered with a 500."""
+    async with slack_world(env, workspace, tmp_path) as world:
+        body, headers = signed({"type": "block_actions", "user": {"id": "U0ANA"}})
+        answer = await world.post(body, {**headers, "X-Slack-Request-Timestamp": "9" * 5_000})
+        assert (answer.status_code, answer.json()["detail"]) == (401, "no X-Slack-Request-Timestamp")
+
+
 async def test_ana_edits_the_arguments_in_a_modal_that_refuses_what_the_tool_would(
         env: WorkflowEnvironment, workspace: Path, tmp_path: Path, signing_key: str) -> None:
     """Given ana's card, when she clicks Edit, then a modal opens with the arguments; arguments

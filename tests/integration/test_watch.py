@@ -74,9 +74,14 @@ class ScriptedLog:
     def get_workflow_handle(self, session_id: str) -> ScriptedLog:
         return self
 
+    @staticmethod
+    async def ask(log: Any, session_id: str, name: str, arg: Any = None, *, rpc_timeout: Any = None) -> Any:
+        """Sends the follower's query to the log it is given as its client (hitl.client.queries.Ask)."""
+        return await log.query(name, arg, rpc_timeout=rpc_timeout)
+
 
 async def followed(log: ScriptedLog, after: int = 0, **options: Any) -> list[SessionEvent]:
-    return [event async for event in follow_events(log, "scripted", after, **options)]  # type: ignore[arg-type]
+    return [event async for event in follow_events(log, "scripted", after, ask=log.ask, **options)]  # type: ignore[arg-type]
 
 
 async def test_a_follower_that_fell_behind_gets_one_resync_then_every_kept_event_in_pages() -> None:

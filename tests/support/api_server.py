@@ -95,16 +95,17 @@ async def scripted_api(env: WorkflowEnvironment, workspace: Path, signing_key: s
 class serving:
     """`async with serving(agent)`: uvicorn with the API on a free loopback port, stopped after.
     `app_options` go to create_app (e.g. `policy=`, or `tokens=None` for HITL_API_TOKENS' file);
-    `agent=None` serves an API with no Temporal."""
+    `agent=None` serves an API with no Temporal; `port` when its address must be known before
+    (a channels file's public_url)."""
 
-    def __init__(self, agent: Agent | None, **app_options: Any) -> None:
+    def __init__(self, agent: Agent | None, *, port: int | None = None, **app_options: Any) -> None:
         tokens = app_options.pop("tokens", TokenBook({token_of(person): person for person in PEOPLE}, "test tokens"))
         app_options.setdefault("policy", None)
         if agent is not None:
             app_options.update(client=without_patience(agent.client), task_queue=agent.task_queue)
         self.app = create_app(tokens=tokens, **app_options)
         self.agent = agent
-        port = free_port()
+        port = port or free_port()
         self.server = uvicorn.Server(uvicorn.Config(
             self.app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1,
         ))

@@ -57,7 +57,8 @@ from hitl.worker import build_worker
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 # The README and the reference pages moved out of it: every command they print is run here.
-PAGES = [README, *(ROOT / "docs" / name for name in ("interface.md", "production.md", "evidence.md", "architecture.md"))]
+PAGES = [README, *(ROOT / "docs" / name for name in ("interface.md", "production.md", "evidence.md", "architecture.md",
+                                                     "ag-ui.md", "a2a.md", "mcp-elicitation.md"))]
 # Pages other work writes (the README links to them); a link to one is checked once it exists.
 WRITTEN_ELSEWHERE = {"docs/security.md"}
 VENV_BIN = Path(sys.executable).parent
@@ -70,6 +71,10 @@ DEMO_SECTION = "### 1. The demo"
 INBOX_SECTION = "## Who waits for whom: the inbox, and following a session live"
 API_SECTION = "### 3. People anywhere: the web inbox and the HTTP API"  # run by tests/integration/test_api_readme.py
 AG_UI_SECTION = "## AG-UI: `POST /ag-ui`"  # run by tests/integration/test_ag_ui.py
+# The protocol pages' examples, run by tests/integration/test_protocol_examples.py.
+AG_UI_EXAMPLE = "## An AG-UI client that runs as printed"
+A2A_EXAMPLE = "## An A2A client that runs as printed"
+MCP_ELICITATION_EXAMPLE = "## A tool server that asks, as printed"
 STORY_SECTIONS = (GUIDED_SECTION, "## Driving a session with the `temporal` CLI alone", INBOX_SECTION, API_SECTION)
 DEV_SERVER = ("temporal server start-dev --db-filename .hitl/server.db --search-attribute HitlState=Keyword "
               "--search-attribute HitlPendingTools=KeywordList --search-attribute HitlWaitingSince=Datetime "
@@ -933,7 +938,7 @@ def processes_in(folder: Path) -> list[str]:
 def test_every_printed_command_is_run_or_excused() -> None:
     run_elsewhere = {DEMO_COMMAND, DEMO_HELP, LOCAL_MODEL_WORKER, OWN_TOOLS_WORKER, MCP_TOOLS, MCP_WORKER, PUBLIC_KEY,
                      EMAIL_LINK_KEY}
-    stories = [c for heading in (*STORY_SECTIONS, AG_UI_SECTION) for block in bash_blocks(section(heading))
+    stories = [c for heading in (*STORY_SECTIONS, AG_UI_SECTION, AG_UI_EXAMPLE, A2A_EXAMPLE) for block in bash_blocks(section(heading))
                for c in command_lines(block)]
     in_depth = [c for commands in blocks() for c, _ in commands]
     run = {normalised(c) for c in [*stories, *in_depth, *run_elsewhere]}
