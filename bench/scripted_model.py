@@ -1,4 +1,4 @@
-"""A scripted model for long turns, shared by the benchmark (and, later, the long-session tests).
+"""A scripted model for long turns, shared by the benchmark and the long-session tests.
 
 It calls one tool on every step, writing `text_bytes` of text each time, and
 answers at step `steps`. It reads its position from the newest assistant
@@ -6,6 +6,10 @@ message (the newest messages always reach the model whole), so it needs no
 state of its own to follow a turn that continued as new. It also times itself:
 the benchmark subtracts the model's own time from each step's wall time to get
 what the orchestration costs.
+
+Asked "delegate <agent>: <task>", it hands the task to that agent instead
+(`delegation_reply`, the sub-agent tests' sentence too): the root's part; the
+child, asked the task, plays the long turn.
 """
 
 from __future__ import annotations
@@ -16,11 +20,29 @@ import re
 import time
 from dataclasses import dataclass
 
-from workflows.conversation import FunctionCall, ModelReply, ToolCall
+from activities.offline_model import read_turn
+from workflows.conversation import ChatMessage, FunctionCall, ModelReply, ToolCall
 from workflows.requests import ModelRequest
 
 STEP = re.compile(r"^step (\d+)\b")
 OMITTED = re.compile(r"^\[(\d+) earlier messages")
+DELEGATE = "delegate "
+
+
+def delegation_reply(messages: list[ChatMessage]) -> ModelReply | None:
+    """The reply to "delegate <agent>: <task> || <agent>: <task>": every agent's `delegate__<agent>`
+    called in one reply, then, once the answers are in, the answers said; None for any other request."""
+    turn = read_turn(messages)
+    if turn is None or not turn.request.startswith(DELEGATE):
+        return None
+    if turn.steps:
+        return ModelReply(content=" | ".join(f"{step.name}: {step.result}" for step in turn.steps))
+    calls = []
+    for index, part in enumerate(turn.request.removeprefix(DELEGATE).split("||")):
+        name, task = (piece.strip() for piece in part.split(":", 1))
+        calls.append(ToolCall(id=f"call_d{turn.calls_so_far + index + 1}", function=FunctionCall(
+            name=f"delegate__{name}", arguments=json.dumps({"task": task}))))
+    return ModelReply(tool_calls=calls)
 
 
 def fingerprint(message: dict) -> str:
@@ -58,6 +80,10 @@ class LongTurnModel:
         self.requests += 1
         if self.remember_requests:
             self.remember(request)
+        delegating = delegation_reply(request.messages)
+        if delegating is not None:  # the root's part: step 1 hands the task over, step 2 answers
+            self.calls.append(ModelCall(1 if delegating.tool_calls else 2, started, time.perf_counter() - started))
+            return delegating
         last = next((m for m in reversed(request.messages) if m.role == "assistant"), None)
         done = int(STEP.match(last.content).group(1)) if last is not None and request.messages[-1].role == "tool" else 0
         step = done + 1

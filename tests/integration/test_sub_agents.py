@@ -2,7 +2,8 @@
 
 The model here is the offline one, taught one more sentence: "delegate researcher: <task> ||
 janitor: <task>" calls each agent's delegate tool in one reply, and once every answer is in
-it says them. A child's task is an ordinary request the offline model knows (search, delete).
+it says them (bench/scripted_model.py's delegation_reply, which the throughput bench's root
+plays too). A child's task is an ordinary request the offline model knows (search, delete).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import pytest
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from activities.offline_model import OfflineModel, read_turn
+from activities.offline_model import OfflineModel
+from bench.scripted_model import delegation_reply
 from tests.integration.test_authorization import write_policy
 from tests.integration.test_cli import starter
 from tests.integration.test_people_workflow import proof_for, signing_key  # noqa: F401  (a fixture)
@@ -26,7 +28,7 @@ from tests.support.sessions import (
 )
 from tests.support.fake_openai import FakeOpenAI, text, tool_calls
 from tests.support.stack import ROOT, nobody_listens, product_env
-from workflows.conversation import FunctionCall, ModelReply, ToolCall
+from workflows.conversation import ModelReply
 from workflows.requests import ModelRequest
 
 RESEARCHER = {"instructions": "Find things in the workspace documents.", "tools": ["search_web"]}
@@ -37,17 +39,7 @@ class DelegatingModel(OfflineModel):
     """The offline model, which also delegates when told to."""
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        turn = read_turn(request.messages)
-        if turn is None or not turn.request.startswith("delegate "):
-            return await super().complete(request)
-        if turn.steps:
-            return ModelReply(content=" | ".join(f"{step.name}: {step.result}" for step in turn.steps))
-        calls = []
-        for index, part in enumerate(turn.request.removeprefix("delegate ").split("||")):
-            name, task = (piece.strip() for piece in part.split(":", 1))
-            calls.append(ToolCall(id=f"call_d{turn.calls_so_far + index + 1}", function=FunctionCall(
-                name=f"delegate__{name}", arguments=json.dumps({"task": task}))))
-        return ModelReply(tool_calls=calls)
+        return delegation_reply(request.messages) or await super().complete(request)
 
 
 @pytest.fixture
