@@ -83,15 +83,11 @@ def load_rows(phases: list[throughput.Phase]) -> list[str]:
         for number, (product, floor) in enumerate(zip(products, floors), 1):
             mine, theirs = product.figures, floor.figures
             beside = (f"{mine['events/step']:.1f} / {theirs['events/step']:.1f} events, "
-                      f"{wf_tasks(product):.1f} / {wf_tasks(floor):.1f} wf tasks, {mine['requests/step']:.1f} / "
+                      f"{product.workflow_tasks:.1f} / {floor.workflow_tasks:.1f} wf tasks, {mine['requests/step']:.1f} / "
                       f"{theirs['requests/step']:.1f} round trips per step")
             label = name.format(n=product.sessions, m=product.tool_steps)
             lines.append(row(label, str(number), mine[key], theirs[key], unit, beside))
     return lines
-
-
-def wf_tasks(phase: throughput.Phase) -> float:
-    return phase.per_step(phase.events["workflow_task_completed"])
 
 
 def door_rows(rounds: list[doors.DoorRound]) -> list[str]:

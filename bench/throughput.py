@@ -1,7 +1,8 @@
 """Many sessions at once on one worker: the product against the engine's floor, in one run.
 
     python -m bench.throughput [--sessions 40] [--tool-steps 10] [--rounds 3]
-                               [--text-bytes 500] [--model-seconds 0] [--designs product unsandboxed floor]
+                               [--text-bytes 500] [--model-seconds 0]
+                               [--designs product unsandboxed floor delegating]
 
 One dev server (file-backed SQLite, the demo's pragmas, its Prometheus
 endpoint on a port of its own); for each design and round a fresh worker
@@ -19,13 +20,17 @@ median over the rounds, and the ratios compare figures of the same run.
            workflow outside Temporal's sandbox, docs/production.md);
 - floor:   bench/raw_agent.py's RawLongAgent, whose every model activity is
            passed the whole conversation: the least a durable agent does
-           (in the sandbox, as the SDK runs any workflow by default).
+           (in the sandbox, as the SDK runs any workflow by default);
+- delegating (run only when named): the product, each turn handed to one
+           sub-agent (bench/throughput_delegating.py); per the child's tool
+           step, both sessions' histories counted; ratios against the product.
 
 Per tool step (the answer's model call is part of the turn's cost):
 
 - steps/s: tool steps done / wall time from the first start to the last turn
   seen done (visibility: HitlState idle, or the floor's workflow completed,
-  polled with one count request every POLL_SECONDS for all sessions);
+  polled with one count request every POLL_SECONDS for all sessions; roots
+  only: a child session has a parent link);
 - worker CPU: the worker process's own user+system time over the phase (/proc);
 - server CPU: the `temporal` server process tree's, likewise;
 - events: history events of the measured sessions;
@@ -67,12 +72,14 @@ from temporalio.client import Client
 from activities.tools import CATALOG
 from bench.load import rss_mb
 from bench.process_figures import cpu_seconds, load_average, server_requests, start_profiler, stop_profiler
+from bench import throughput_delegating as delegating
 from bench.throughput_worker import TOOL  # registers the benchmark's tool in this catalog too
 from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 from workflows.session import DEFAULT_SYSTEM_PROMPT
 
 ROOT = Path(__file__).resolve().parent.parent
-DESIGNS = ("product", "unsandboxed", "floor")
+DESIGNS = ("product", "unsandboxed", "floor")  # the default run
+CHOICES = (*DESIGNS, "delegating")
 MESSAGE = "work through the long task"
 WARMUP_SESSIONS = 2  # first-run imports and caches are not the steady state
 POLL_SECONDS = 0.1
@@ -116,6 +123,10 @@ class Phase:
         return value / max(1, self.steps)
 
     @property
+    def workflow_tasks(self) -> float:  # per step
+        return self.per_step(self.events["workflow_task_completed"])
+
+    @property
     def figures(self) -> dict[str, float]:
         return {
             "steps/s": self.steps / self.wall,
@@ -146,6 +157,8 @@ def start_worker(design: str, address: str, task_queue: str, folder: Path, tool_
 
 
 def session_input(design: str, tool_steps: int) -> tuple[str, dict[str, Any]]:
+    if design == "delegating":
+        return "AgentWorkflow", delegating.root_input(MESSAGE, TOOL, tool_steps)
     if design != "floor":
         return "AgentWorkflow", {"message": MESSAGE, "max_steps": tool_steps + 1, "tools": [TOOL]}
     return "RawLongAgent", {
@@ -155,6 +168,8 @@ def session_input(design: str, tool_steps: int) -> tuple[str, dict[str, Any]]:
 
 
 def done_query(design: str, task_queue: str) -> str:
+    if design == "delegating":
+        return f"TaskQueue = '{task_queue}' AND HitlState = 'idle' AND {delegating.ROOTS_ONLY}"
     if design != "floor":
         return f"TaskQueue = '{task_queue}' AND HitlState = 'idle'"
     return f"TaskQueue = '{task_queue}' AND ExecutionStatus = 'Completed'"
@@ -253,11 +268,12 @@ async def run_phase(client: Client, address: str, server_pid: int, metrics_url: 
     finally:
         worker.terminate()
         worker.wait(timeout=60)
-    events, actions = await history_figures(client, ids)
+    stepping = [delegating.child_of(session_id) for session_id in ids] if design == "delegating" else ids
+    events, actions = await history_figures(client, sorted({*ids, *stepping}))
     for operation in BILLED_REQUESTS:
         actions += requests.get(operation, 0)
     return Phase(design, sessions, tool_steps, done - len(warmups), wall, worker_cpu, server_cpu, events, requests,
-                 actions, rss_before, max(peak[0], rss_before), step_overheads(calls, set(ids)))
+                 actions, rss_before, max(peak[0], rss_before), step_overheads(calls, set(stepping)))
 
 
 # ------------------------------------------------------------------ the run and its table
@@ -309,7 +325,10 @@ def table(phases: list[Phase], load: str) -> str:
         for name in names:
             value = figures[design][name]
             cell = f"{value:.1f}"
-            if design != "floor" and "floor" in figures and figures["floor"][name]:
+            if design == "delegating":
+                if "product" in figures and figures["product"][name]:
+                    cell += f" (x{value / figures['product'][name]:.2f} product)"
+            elif design != "floor" and "floor" in figures and figures["floor"][name]:
                 cell += f" (x{value / figures['floor'][name]:.2f})"
             row.append(cell)
         rows.append(row)
@@ -321,7 +340,8 @@ def table(phases: list[Phase], load: str) -> str:
     notes = [
         "",
         f"{first.sessions} sessions at once, each a turn of {first.tool_steps} tool steps and an answer; one worker "
-        f"process per design and round; median of {rounds} alternating rounds; ratios against the floor.",
+        f"process per design and round; median of {rounds} alternating rounds; ratios against the floor"
+        + (", delegating's against the product." if "delegating" in designs else "."),
         f"load average before / after: {load}",
         f"sessions done per phase: {', '.join(f'{p.design} {p.finished}/{p.sessions}' for p in phases)}",
     ]
@@ -342,7 +362,7 @@ def table(phases: list[Phase], load: str) -> str:
             f"{statistics.median((p.rss_peak_mb - p.rss_before_mb) * 1024 / p.sessions for p in mine):.0f} kB "
             f"more per session at the peak"
         )
-    return "\n".join(lines + notes)
+    return "\n".join(lines + notes + delegating.each_round(phases))
 
 
 def main() -> None:
@@ -352,7 +372,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--text-bytes", type=int, default=500, help="text the model writes each step")
     parser.add_argument("--model-seconds", type=float, default=0.0, help="how long each model call takes")
-    parser.add_argument("--designs", nargs="+", choices=DESIGNS, default=list(DESIGNS))
+    parser.add_argument("--designs", nargs="+", choices=CHOICES, default=list(DESIGNS))
     args = parser.parse_args()
     before = load_average()
     phases = asyncio.run(run(args.sessions, args.tool_steps, args.rounds, args.text_bytes, args.model_seconds,

@@ -1,13 +1,14 @@
 """One worker process for bench/throughput.py: the product's or the floor's, with the same script.
 
-    python -m bench.throughput_worker --design product|unsandboxed|floor --address HOST:PORT
+    python -m bench.throughput_worker --design product|unsandboxed|floor|delegating --address HOST:PORT
         --task-queue Q --workspace DIR --steps 11 --text-bytes 500 --model-seconds 0
         --calls-file FILE
 
 A process of its own, so the benchmark reads this worker's CPU time and memory
 from /proc and nothing else's. Both designs get the same worker tuning (the
 product's, `WorkerTuning.from_env`) and the same scripted model
-(bench/scripted_model.py: a tool call every step, an answer at `--steps`),
+(bench/scripted_model.py: a tool call every step, an answer at `--steps`;
+a delegating root's hand-over and answer),
 optionally sleeping `--model-seconds` per call, and the same tool (`bench_step`,
 registered here: a constant text, so neither design pays for a tool the other
 does not run). On SIGTERM it writes every
@@ -95,9 +96,9 @@ class TimedModel(LongTurnModel):
 
 def make_worker(client: Client, design: str, task_queue: str, workspace: Path, model: TimedModel) -> Worker:
     tuning = WorkerTuning.from_env()
-    if design in ("product", "unsandboxed"):
+    if design in ("product", "unsandboxed", "delegating"):
         return build_worker(client, task_queue, model, workspace,
-                            tuning=dataclasses.replace(tuning, sandbox=design == "product" and tuning.sandbox))
+                            tuning=dataclasses.replace(tuning, sandbox=design != "unsandboxed" and tuning.sandbox))
     compile_once(["bench.raw_agent"])  # as build_worker does for the product's workflow modules
     activities = FloorActivities(model)
     return Worker(client, task_queue=task_queue, workflows=[RawLongAgent],
@@ -118,7 +119,7 @@ async def serve(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--design", choices=("product", "unsandboxed", "floor"), required=True)
+    parser.add_argument("--design", choices=("product", "unsandboxed", "floor", "delegating"), required=True)
     parser.add_argument("--address", required=True)
     parser.add_argument("--task-queue", required=True)
     parser.add_argument("--workspace", required=True)

@@ -1,9 +1,10 @@
 """The benchmarks at tiny sizes: they run, and they say what they must.
 
 Structural facts only, never timings (this machine is shared): a row for each
-design and size, every turn reached its last step, the history is summed over
-the session's runs, and at 20 steps the product stores less per step than the
-raw floor, whose every model call re-sends the whole conversation. Issue 31's
+design and size (a delegating session's child counted with its root), every turn
+reached its last step, the history is summed over the session's runs, and at 20
+steps the product stores less per step than the raw floor, whose every model
+call re-sends the whole conversation. Issue 31's
 table (bench/table.py) has a figure for every approval run, load round and door,
 each with its counts beside it and as a ratio to its baseline.
 """
@@ -47,18 +48,23 @@ async def test_the_long_turn_table_has_every_row_and_the_product_stores_less_per
 
 # its own dev server and a worker process per design
 async def test_the_throughput_table_has_every_design_and_every_session_finished() -> None:
-    phases = await throughput.run(sessions=2, tool_steps=2, rounds=1)
+    phases = await throughput.run(sessions=2, tool_steps=2, rounds=1, designs=(*throughput.DESIGNS, "delegating"))
 
-    assert [phase.design for phase in phases] == ["product", "unsandboxed", "floor"]
+    assert [phase.design for phase in phases] == ["product", "unsandboxed", "floor", "delegating"]
     for phase in phases:
         assert phase.finished == phase.sessions, f"{phase.design}: {phase.finished} of {phase.sessions} turns ended"
-        assert phase.events["activity_task_scheduled"] == phase.sessions * (2 * phase.tool_steps + 1)
+        delegations = phase.sessions if phase.design == "delegating" else 0  # the root's hand-over and answer
+        assert phase.events["activity_task_scheduled"] == phase.sessions * (2 * phase.tool_steps + 1) + 2 * delegations
+        assert phase.events["child_workflow_execution_completed"] == delegations, "each child's history counted too"
+        assert phase.events["workflow_execution_started"] == phase.sessions + delegations
         assert phase.worker_cpu > 0 and phase.server_cpu > 0, "CPU time read from /proc"
         assert phase.requests["RespondActivityTaskCompleted"] > 0, "the server's counters were read"
         assert len(phase.overheads) == phase.sessions * phase.tool_steps, "every step's overhead, from the worker"
     printed = throughput.table(phases, "0 0 0").splitlines()
     assert printed[2].startswith("product ") and printed[3].startswith("unsandboxed ") and printed[4].startswith("floor ")
     assert "(x" in printed[2] and "(x" in printed[3], "the product is given as a ratio to the floor"
+    assert printed[5].startswith("delegating ") and " product)" in printed[5], "a delegation, as a ratio to the product"
+    assert printed[-1].startswith("delegating / product, round 1: steps/s ")
 
 
 # its own dev servers, a process per approval run and per worker, the API, a loopback Slack and SMTP server, an MCP server
