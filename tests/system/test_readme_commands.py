@@ -101,6 +101,8 @@ NOT_RUN = {
     "BENCH_PROFILE=DIR python -m bench.throughput": "the same benchmark under py-spy, which is not a dependency",
     "python -m bench.throughput --sessions 1000 --model-seconds 1 --rounds 1 --designs product":
         "a benchmark of many minutes; tests/system/test_bench_smoke.py runs the same code at tiny sizes",
+    "python -m bench.throughput --sessions 10 --tool-steps 5 --rounds 2 --designs product delegating":
+        "a benchmark of a minute; tests/system/test_bench_smoke.py runs the delegating design at tiny sizes",
     "python starter.py chat": "the Docker section's chat; the same command with --session runs in the story",
     DEV_SERVER: "a dev server on the README's port 7233; the tests start the same server (hitl/devserver.py) on their own "
                 "ports, and test_the_printed_dev_server_registers_what_the_sessions_need checks these flags",
