@@ -98,6 +98,10 @@ NOT_RUN = {
     "python -m bench.throughput": "a benchmark of minutes; tests/system/test_bench_smoke.py runs it at tiny sizes",
     "python -m bench.table --runs 4 --sessions 10 --load-sessions 20 --tool-steps 5 --load-rounds 3 --door-rounds 3 "
     "--decisions 3": "a benchmark of minutes; tests/system/test_bench_smoke.py runs it at tiny sizes",
+    "python -m bench.doors --rounds 2 --decisions 5 --doors api slack sub-agent":
+        "a benchmark of minutes; tests/system/test_bench_smoke.py runs every door at tiny sizes",
+    "python -m bench.doors --rounds 2 --decisions 5 --doors api ag-ui a2a":
+        "a benchmark of minutes; tests/system/test_bench_smoke.py runs every door at tiny sizes",
     "BENCH_PROFILE=DIR python -m bench.throughput": "the same benchmark under py-spy, which is not a dependency",
     "python -m bench.throughput --sessions 1000 --model-seconds 1 --rounds 1 --designs product":
         "a benchmark of many minutes; tests/system/test_bench_smoke.py runs the same code at tiny sizes",
