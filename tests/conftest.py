@@ -23,6 +23,7 @@ from hitl.devserver import FAST_SQLITE, SEARCH_ATTRIBUTE_FLAGS, UPDATE_LIMIT_FLA
 from hitl.exit_cleanly import exit_now
 from hitl.settings import DATA_CONVERTER
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.dev_environment import dev_environment
 from tests.support.patient_updates import PatientUpdates
 from hitl import worker
 from hitl.worker import WorkerTuning, build_worker
@@ -43,11 +44,7 @@ if REPLAY_TIER_CACHE:
 
 @pytest.fixture(scope="session")
 async def env() -> AsyncIterator[WorkflowEnvironment]:
-    environment = await WorkflowEnvironment.start_local(
-        data_converter=DATA_CONVERTER, interceptors=[PatientUpdates()],
-        dev_server_existing_path=temporal_binary(),
-        dev_server_extra_args=[*FAST_SQLITE, *SEARCH_ATTRIBUTE_FLAGS, *UPDATE_LIMIT_FLAGS],
-    )
+    environment = await dev_environment()
     yield environment
     await environment.shutdown()
 

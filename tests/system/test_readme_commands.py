@@ -52,6 +52,7 @@ from hitl.client.inbox import read_inbox
 from hitl.devserver import free_port, is_listening, temporal_binary
 from tests.support.sessions import eventually, pending_items, query, record_if_asked, settled
 from tests.support.mcp_servers import processes_running
+from tests.support.dev_environment import dev_environment
 from hitl.worker import build_worker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -388,6 +389,15 @@ async def pending_kind(handle: WorkflowHandle[Any, Any], kind: str) -> dict[str,
 
 
 # ------------------------------------------------------------------ the in-depth blocks
+
+@pytest.fixture(scope="module")
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    """This page's own server, as a reader of the README has: its inbox shows the oldest hundred
+    waiting items, which on the suite's shared server are other tests' sessions, not the tour's."""
+    environment = await dev_environment()
+    yield environment
+    await environment.shutdown()
+
 
 @pytest.fixture
 async def default_queue_worker(env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Path]:
