@@ -133,13 +133,17 @@ class Handlers(AgentParts):
             self.waiters.pop(0)  # the oldest answers now, with the session as it is
         try:
             await workflow.wait_condition(
-                lambda: (self.state != "running" and self.settled_event > after) or self.handing_over
-                or waiter not in self.waiters
+                lambda: (self.state != "running" and self.settled_event > after and not self.next_turn_is_queued())
+                or self.handing_over or waiter not in self.waiters
             )
         finally:
             if waiter in self.waiters:
                 self.waiters.remove(waiter)
         return {"status": self.status(), "pending": self.pending(), "event": self.run_state.events.last_id}
+
+    def next_turn_is_queued(self) -> bool:
+        """Idle with a message waiting: its turn starts as soon as the loop runs (next_user_turn)."""
+        return self.behaviours.settles_after_queued_messages and self.state == "idle" and bool(self.run_state.inbox)
 
     @wait_until_settled.validator
     def check_wait(self, payload: RawValue) -> None:

@@ -50,8 +50,14 @@ SUB_AGENTS = "sub-agents-as-child-sessions"
 # their calls (ChildPauses.decided), which the parent's audit records with the child's session.
 # Before it, a child took the root's owner (`by`) for its requester (under four-eyes, a participant
 # who asked the root to delegate could approve the child's call), and the root's audit said nothing
-# of its children's decisions. The newest, asked at run start.
+# of its children's decisions. Asked at run start.
 CHILDREN_ASKED_AND_AUDITED = "children-asked-by-the-speaker-and-audited-at-the-root"
+
+# Runs whose `wait_until_settled` does not answer while the session is idle with a message
+# queued: that message's turn is about to start, and the caller (POST .../messages with `wait`,
+# A2A's message) waits for its outcome. Before it, a message sent while a turn was ending was
+# answered with that turn's end (no pause, the message still queued). The newest, asked at run start.
+SETTLES_AFTER_QUEUED_MESSAGES = "wait-until-settled-after-queued-messages"
 
 # Asked only where a tool activity ends with its MCP server's question (input_required, an
 # ApplicationError of type InputRequired): since, a question pause is opened and the call is retried
@@ -63,6 +69,7 @@ TOOL_INPUT_AS_A_PAUSE = "mcp-input-required-as-a-question-pause"
 # behaviour it brought: a run that has one has every older one, and none of the newer. A run that
 # has none is of the first supported build.
 RUN_START_PATCHES: tuple[tuple[str, str], ...] = (
+    (SETTLES_AFTER_QUEUED_MESSAGES, "settles_after_queued_messages"),
     (CHILDREN_ASKED_AND_AUDITED, "tree_asked_and_audited"),
     (SUB_AGENTS, "delegates_to_agents"),
 )
@@ -74,6 +81,7 @@ class Behaviours:
 
     delegates_to_agents: bool = True
     tree_asked_and_audited: bool = True
+    settles_after_queued_messages: bool = True
 
     @classmethod
     def at_run_start(cls) -> Behaviours:

@@ -168,3 +168,21 @@ async def test_a_session_closes_only_after_its_notifications_were_sent(env: Work
         e.activity_task_completed_event_attributes, e.activity_task_failed_event_attributes,
         e.activity_task_timed_out_event_attributes) if attributes.scheduled_event_id}
     assert scheduled and scheduled <= finished, "the session closed with a notification still being sent"
+
+
+async def test_a_message_sent_as_a_turn_ends_is_waited_for_to_its_own_outcome(gated_agent: tuple[Agent, GatedModel]) -> None:
+    """POST .../messages with `wait` (and A2A's message) waits with `wait_until_settled`: a message
+    that arrives while the turn before it is still ending is queued, and the wait answers with that
+    message's outcome, not with the end of the turn before it."""
+    agent, model = gated_agent
+    model.free_calls = 1  # the first plan is free; the answer to the rejection waits at the gate
+    session = await agent.start("please delete notes.txt")
+    [item] = await pending_items(session)
+    await session.execute_update("reject_update", {"call_id": item["call_id"], "reason": "keep it", "by": "ana"})
+    await eventually(lambda: asyncio.sleep(0, model.calls), lambda calls: calls == 2)  # the turn is ending
+    receipt = await session.execute_update("user_message_update", {"text": "please delete menu.txt"})
+    waiting = asyncio.ensure_future(session.execute_update("wait_until_settled", {"after_event": receipt["event"]}))
+    model.gate.set()
+    settled_after = await waiting
+    assert settled_after["status"]["state"] == "awaiting_human", settled_after["status"]
+    assert [p["args"] for p in settled_after["pending"]] == [{"path": "menu.txt"}]
