@@ -254,9 +254,6 @@ async def test_event_numbers_past_nine_show_whole_at_any_width(api: Api, browser
     async with api.as_("bob") as bob:  # three turns, each paused and rejected: a dozen events and more
         for name in ("menu.txt", "travel-policy.md"):
             (await bob.post(f"/sessions/{session}/calls/{call}/reject", json={"reason": "keep it"})).raise_for_status()
-            # The rejection's turn ends first: a message sent while it still runs waits in the queue,
-            # and `wait` would answer with that turn's end (no pause) rather than the message's.
-            await eventually(lambda: bob.get(f"/sessions/{session}"), lambda answer: answer.json()["state"] == "idle")
             turn = await bob.post(f"/sessions/{session}/messages", json={"text": f"please delete {name}", "wait": True})
             call = turn.raise_for_status().json()["pending"][0]["call_id"]
     await sign_in(browser, api, "bob")
