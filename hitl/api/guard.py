@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, AsyncIterator, Callable
 
 from fastapi import Depends, HTTPException, Request
-from temporalio.client import WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
 from hitl.api.access import Action, Policy, SessionFacts, verdict
@@ -87,7 +87,9 @@ async def facts_from(session_id: str, description: WorkflowExecutionDescription)
 async def child_facts(request: Request, session_id: str, person: str) -> SessionFacts:
     """A child session's facts, for whoever may read its root (docs/interface.md, Sub-agents): the
     root's facts decide (404 for whoever has no role there), and each session from the root down
-    must be one its parent started (Temporal's parent link), not one that only took a child's id."""
+    must be one its parent started (Temporal's parent link), not one that only took a child's id,
+    and started since the root's chain of runs began: a root id used again after its session closed
+    (a new session under the old id) is not the old tree's root."""
     shape = CHILD_ID.match(session_id)
     if shape is None:
         raise HTTPException(422, f"session id {session_id!r}: a child session's id is <root id>/<agent>/<n>, "
@@ -95,15 +97,25 @@ async def child_facts(request: Request, session_id: str, person: str) -> Session
     root = shape["root"]
     refuse_unless(verdict(person, "read", await session_facts(request, root), policy_of(request)))
     client = await temporal(request).get()
+    began = await chain_start(client, root)
     parts, parent, description = shape["below"].split("/")[1:], root, None
     for level in range(0, len(parts), 2):
         child = f"{parent}/{parts[level]}/{parts[level + 1]}"
         description = await described(client.get_workflow_handle(child))
-        if description.parent_id != parent:
+        if description.parent_id != parent or description.start_time < began:
             raise HTTPException(404, f"unknown session {session_id!r}: {child!r} is no child session of {parent!r}")
         parent = child
     assert description is not None  # the pattern names at least one level
     return await facts_from(session_id, description)
+
+
+async def chain_start(client: Client, session_id: str) -> datetime:
+    """When the session's chain of runs (its first run, continued as new since) began."""
+    newest = await described(client.get_workflow_handle(session_id))
+    first = newest.raw_description.workflow_execution_info.first_run_id
+    if not first or first == newest.run_id:
+        return newest.start_time
+    return (await described(client.get_workflow_handle(session_id, run_id=first))).start_time
 
 
 def refuse_unless(decided: Any) -> None:

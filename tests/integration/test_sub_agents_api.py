@@ -9,6 +9,7 @@ from typing import AsyncIterator
 from urllib.parse import quote
 
 import pytest
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
 from tests.integration.test_cli import starter
@@ -99,3 +100,28 @@ async def test_a_childs_status_pending_transcript_and_audit_are_read_by_the_read
     async with delegating_api.as_("carol") as carol:
         for read in ("", "/pending", "/transcript", "/audit"):
             assert (await carol.get(f"/sessions/{child}{read}")).status_code == 404, read
+
+
+async def test_a_root_id_used_again_after_its_session_closed_reads_none_of_the_old_trees_children(
+        delegating_api: Api) -> None:
+    """ana's session delegated to a child, and was cancelled; carol starts a new session under the
+    same id straight through Temporal. The old child is not the new root's child: its reads are 404
+    for carol, who may read the new root."""
+    started = await delegating_api.start("ana", "delegate janitor: delete notes.txt", agents={"janitor": JANITOR})
+    root = started["session_id"]
+    child = f"{root}/janitor/1"
+    async with delegating_api.as_("ana") as ana:
+        await eventually(lambda: ana.get(f"/sessions/{root}/pending"), lambda answer: bool(answer.json()))
+        assert (await ana.post(f"/sessions/{root}/cancel", json={})).status_code == 200
+        await eventually(lambda: ana.get(f"/sessions/{root}"), lambda answer: answer.json()["state"] == "closed")
+        assert (await ana.get(f"/sessions/{child}/transcript")).status_code == 200  # hers, while the id is hers
+    old = delegating_api.agent.client.get_workflow_handle(root)
+    await eventually(old.describe, lambda described: described.status != WorkflowExecutionStatus.RUNNING)
+    # The API refuses an id a closed session had; a session started straight through Temporal may take it.
+    await delegating_api.agent.start("hello", session_id=root, by="carol")
+    async with delegating_api.as_("carol") as carol:
+        await eventually(lambda: carol.get(f"/sessions/{root}"), lambda answer: answer.status_code == 200)
+    async with delegating_api.as_("carol") as carol:
+        for read in ("", "/pending", "/transcript", "/audit"):
+            answer = await carol.get(f"/sessions/{child}{read}")
+            assert answer.status_code == 404, (read, answer.text)
