@@ -5,7 +5,9 @@ The session's event log (hitl/client/events.py) becomes AG-UI events: an
 about, a `tool_result` is TOOL_CALL_RESULT, a `state` change is a state
 snapshot; the rest (settlements, votes, claims, refusals) travel as CUSTOM
 events named `hitl.<type>`. An open pause becomes an interrupt whose id is the
-call id and whose `responseSchema` says what a resume entry may carry for it.
+call id and whose `responseSchema` says what a resume entry may carry for it:
+for a pause bound to a tool call, AG-UI's recommended `{"approved", "editedArgs"?}`
+(hitl/api/ag_ui_resume.py reads it, and the API's own older shape).
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from ag_ui.core import (
 from hitl.client.consequences import with_consequences
 from hitl.client.events import SessionEvent
 
-# What a run ends with for each kind of pause (an open string in AG-UI).
-REASONS = {"approval": "tool_approval", "question": "input_required", "review": "result_review"}
-# The decisions a resume entry's payload may name, per kind of pause.
+# AG-UI's core reasons: an approval and a review wait on a decision about a tool call (`tool_call`,
+# with its toolCallId); a question needs structured input (`input_required`).
+REASONS = {"approval": "tool_call", "question": "input_required", "review": "tool_call"}
+# The decisions each kind of pause takes, in the API's words (a resume payload says them either way).
 DECISIONS = {"approval": ["approve", "reject"], "question": ["answer", "reject"], "review": ["approve", "reject"]}
 FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "string": {"type": "string"}, "number": {"type": "number"}, "integer": {"type": "integer"},
@@ -96,19 +99,26 @@ def response_schema(item: dict[str, Any]) -> dict[str, Any]:
     """The JSON schema of a resume entry's `payload` for this pause (status `resolved`; an entry
     with status `cancelled` rejects it)."""
     kind = str(item.get("kind") or "approval")
-    properties: dict[str, Any] = {
-        "decision": {"enum": DECISIONS.get(kind, ["approve", "reject"])},
+    if kind == "question":
+        return question_schema(item)
+    properties: dict[str, Any] = {"approved": {"type": "boolean"}}
+    if kind == "review":
+        properties["editedResult"] = {"type": "string", "description": "with approved: the result the model sees instead"}
+    else:
+        properties["editedArgs"] = {**(item.get("input_schema") or {"type": "object"}),
+                                    "description": "with approved: the call's arguments in full (a replacement, "
+                                                   "not merged), checked against the tool's schema"}
+    properties["reason"] = {"type": "string", "description": "with approved false: what the model is told"}
+    properties["comment"] = {"type": "string", "description": "with approved: a note for the model and the audit"}
+    return {"type": "object", "properties": properties, "required": ["approved"], "additionalProperties": False}
+
+
+def question_schema(item: dict[str, Any]) -> dict[str, Any]:
+    properties = {
+        "decision": {"enum": DECISIONS["question"]},
+        "answer": answer_schema(item),
         "reason": {"type": "string", "description": "with reject: what the model is told"},
     }
-    if kind == "approval":
-        properties["args"] = {**(item.get("input_schema") or {"type": "object"}),
-                              "description": "with approve: edited arguments, checked against the tool's schema"}
-        properties["comment"] = {"type": "string"}
-    elif kind == "review":
-        properties["result"] = {"type": "string", "description": "with approve: the result the model sees instead"}
-        properties["comment"] = {"type": "string"}
-    else:
-        properties["answer"] = answer_schema(item)
     return {"type": "object", "properties": properties, "required": ["decision"], "additionalProperties": False}
 
 

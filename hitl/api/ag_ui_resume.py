@@ -1,17 +1,23 @@
 """An AG-UI run's `resume` entries as decisions on the pauses its previous run ended with.
 
 Each entry names an interrupt (a pause's call id) and carries what the pause's
-`responseSchema` allows: `{"decision": "approve" | "reject" | "answer", ...}`
-with the fields of the API's own approve, reject and answer bodies; an entry
-with status `cancelled` rejects the call, so an abandoned approval never runs.
-Every entry is checked first (its access, as `allowed_on_call` grants it, and
-its shape), and only then are they decided, each through `decide()`: an entry
-for an unknown or settled call decides nothing at all. An entry whose call this
-person already decided the same way is acknowledged again, not decided twice.
+`responseSchema` allows. A pause bound to a tool call takes AG-UI's recommended
+`{"approved": true | false, "editedArgs"?: {...}}`: `editedArgs` replaces the
+call's arguments in full (a review's `editedResult` its result), `reason` says
+why with `approved: false`, `comment` goes with `approved: true`. The API's own
+older shape, `{"decision": "approve" | "reject" | "answer", ...}` with the
+fields of its approve, reject and answer bodies, is still read (a question is
+answered in it). An entry with status `cancelled` rejects the call, so an
+abandoned approval never runs. Every entry is checked first (its access, as
+`allowed_on_call` grants it, and its shape), and only then are they decided,
+each through `decide()`: an entry for an unknown or settled call decides
+nothing at all. An entry whose call this person already decided the same way
+is acknowledged again, not decided twice.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,21 +49,57 @@ class Resolution:
     fields: dict[str, Any]
 
 
+# AG-UI's words in an `approved` payload, as the API's approve and reject bodies name them.
+WITH_APPROVED = {"editedArgs": "args", "editedResult": "result", "comment": "comment"}
+WITH_DENIED = {"reason": "reason"}
+EITHER_SHAPE = ('the payload must be {"approved": true | false, "editedArgs"?: {...}} or, in the older shape, '
+                'an object with "decision": "approve", "reject" or "answer" (the interrupt\'s responseSchema)')
+
+
 def resolution_of(entry: ResumeEntry) -> Resolution:
     """The entry as a decision, or 422 saying what its payload lacks."""
     call_id = entry.interrupt_id
     if entry.status == "cancelled":
         return Resolution(call_id, "reject", {"reason": ABANDONED})
     payload = entry.payload
-    if not isinstance(payload, dict) or payload.get("decision") not in DOOR_VERBS:
-        raise HTTPException(422, f"resume {call_id}: the payload must be an object with \"decision\": "
-                                 "\"approve\", \"reject\" or \"answer\" (the interrupt's responseSchema)")
-    verb: Verb = payload["decision"]
-    rest = {key: value for key, value in payload.items() if key != "decision"}
     try:
+        if isinstance(payload, dict) and "approved" in payload:
+            verb, rest = approved_or_denied(payload)
+        elif isinstance(payload, dict) and payload.get("decision") in DOOR_VERBS:
+            verb, rest = payload["decision"], {key: value for key, value in payload.items() if key != "decision"}
+        else:
+            raise ValueError(EITHER_SHAPE)
         return Resolution(call_id, verb, decision_fields(verb, rest))
-    except ValidationError as error:
+    except ValidationError as error:  # a ValueError too: said in one line first
         raise HTTPException(422, f"resume {call_id}: {describe_validation_error(error)}") from None
+    except ValueError as problem:
+        raise HTTPException(422, f"resume {call_id}: {problem}") from None
+
+
+def approved_or_denied(payload: dict[str, Any]) -> tuple[Verb, dict[str, Any]]:
+    """AG-UI's `{"approved": ...}` payload as the API's verb and body; ValueError says what is wrong."""
+    approved = payload["approved"]
+    if not isinstance(approved, bool):
+        raise ValueError(f"approved must be true or false, not {json.dumps(approved)[:40]}")
+    if "decision" in payload:
+        raise ValueError('a payload has one shape: "approved" (AG-UI\'s) or "decision" (the older), not both')
+    words, other = (WITH_APPROVED, WITH_DENIED) if approved else (WITH_DENIED, WITH_APPROVED)
+    body: dict[str, Any] = {}
+    for key, value in payload.items():
+        if key == "approved":
+            continue
+        if key in other:
+            raise ValueError(f"{key} goes only with approved: {json.dumps(not approved)}, "
+                             f"not with approved: {json.dumps(approved)}")
+        if key not in words:
+            raise ValueError(f"unknown field {key[:40]!r}: beside approved, a payload may carry "
+                             f"{', '.join([*WITH_APPROVED, *WITH_DENIED])}")
+        body[words[key]] = value
+    if "editedArgs" in payload and not isinstance(payload["editedArgs"], dict):
+        raise ValueError("editedArgs must be an object: the call's arguments in full, which replace them")
+    if "editedResult" in payload and not isinstance(payload["editedResult"], str):
+        raise ValueError("editedResult must be text: the result the model sees instead")
+    return ("approve" if approved else "reject"), body
 
 
 async def decide_resumed(request: Request, session_id: str, person: str, entries: list[ResumeEntry]) -> list[CustomEvent]:
@@ -101,6 +143,12 @@ def fits(plan: Resolution, item: dict[str, Any]) -> None:
     if plan.verb not in allowed:
         raise HTTPException(422, f"resume {plan.call_id}: {ARTICLE.get(kind, 'a')} {kind} is decided with "
                                  f"{' or '.join(allowed)}, not {plan.verb}")
+    if kind == "review" and "args" in plan.fields:
+        raise HTTPException(422, f"resume {plan.call_id}: a review's call has run: its result may be replaced "
+                                 "(editedResult), not its args")
+    if kind == "approval" and "result" in plan.fields:
+        raise HTTPException(422, f"resume {plan.call_id}: an approval's call has not run: its args may be replaced "
+                                 "(editedArgs), it has no result yet")
     if plan.verb == "answer":
         try:
             check_answer(plan.fields["answer"], item.get("choices"), item.get("fields"))

@@ -16,7 +16,9 @@ from tests.support.api_server import Api, api, new_id, signing_key, token_of  # 
 from tests.support.sessions import eventually
 from tests.system.test_readme_commands import AG_UI_SECTION, bash_blocks, command_lines, section
 
-APPROVE = {"status": "resolved", "payload": {"decision": "approve"}}
+APPROVE = {"status": "resolved", "payload": {"decision": "approve"}}  # the older payload shape, still accepted
+APPROVED = {"status": "resolved", "payload": {"approved": True}}  # AG-UI's recommended shape
+DRAFT = "draft an email to ana@example.com about lunch saying see you at noon"  # its result waits for review
 
 
 async def audit_of(api: Api, session: str, person: str = "ana") -> list[dict]:
@@ -24,22 +26,25 @@ async def audit_of(api: Api, session: str, person: str = "ana") -> list[dict]:
         return (await http.get(f"/sessions/{session}/audit")).json()
 
 
-async def test_a_run_ends_at_the_approval_and_the_next_run_approves_it_and_the_tool_runs_once(api: Api) -> None:
+async def test_an_approval_is_a_tool_call_interrupt_and_approved_true_runs_the_tool_once(api: Api) -> None:
     (api.agent.workspace / "notes.txt").write_text("notes\n")
     session = new_id()
-    asked, approved = await drive(api, session, step("ana", message="please delete notes.txt"), step("ana", resume=APPROVE))
+    asked, approved = await drive(api, session, step("ana", message="please delete notes.txt"), step("ana", resume=APPROVED))
 
     assert asked.types[0] == "RUN_STARTED" and asked.types[-1] == "RUN_FINISHED", asked.types
     [interrupt] = asked.interrupts
     [started] = asked.of_type("TOOL_CALL_START")
     assert started["toolCallName"] == "delete_file"
     assert interrupt["id"] == interrupt["toolCallId"] == started["toolCallId"]
-    assert interrupt["reason"] == "tool_approval"
-    assert interrupt["responseSchema"]["properties"]["decision"] == {"enum": ["approve", "reject"]}
+    assert interrupt["reason"] == "tool_call"  # AG-UI's core reason for a pause bound to a tool call
+    schema = interrupt["responseSchema"]
+    assert schema["required"] == ["approved"] and schema["properties"]["approved"] == {"type": "boolean"}
+    assert schema["properties"]["editedArgs"]["type"] == "object"  # the client may offer to edit
     assert interrupt["metadata"]["hitl"]["args"] == {"path": "notes.txt"}
     assert [i["id"] for i in asked.pending] == [interrupt["id"]]  # the client holds it to resume
 
     assert approved.finished and approved.failed is None, approved.failed
+    assert approved.custom("hitl.resume")[0]["outcome"] == "approved", approved.events
     [result] = approved.of_type("TOOL_CALL_RESULT")
     assert result["toolCallId"] == interrupt["id"]
     assert approved.interrupts == [] and approved.pending == []
@@ -50,7 +55,72 @@ async def test_a_run_ends_at_the_approval_and_the_next_run_approves_it_and_the_t
     assert (decision["by"], decision["via"]) == ("ana", "ag-ui")
 
 
-async def test_a_reject_with_a_reason_reaches_the_model_and_the_file_stays(api: Api) -> None:
+async def test_edited_args_replace_the_call_s_arguments_and_bad_ones_are_refused_with_nothing_run(api: Api) -> None:
+    workspace = api.agent.workspace
+    (workspace / "notes.txt").write_text("notes\n")
+    (workspace / "old.txt").write_text("old\n")
+    session = new_id()
+    [asked] = await drive(api, session, step("ana", message="please delete notes.txt"))
+    call = asked.interrupts[0]["id"]
+
+    def edited(args: object) -> list[dict]:
+        return [{"interruptId": call, "status": "resolved", "payload": {"approved": True, "editedArgs": args}}]
+
+    not_an_object, unfit = await drive(api, session, step("ana", entries=edited("old.txt")),
+                                       step("ana", entries=edited({"file": "old.txt"})))
+    assert not_an_object.types == ["RUN_STARTED", "RUN_ERROR"], not_an_object.events
+    assert not_an_object.of_type("RUN_ERROR")[0]["code"] == "422"
+    assert not_an_object.error.startswith(f"resume {call}: editedArgs ") and "object" in not_an_object.error
+    assert unfit.of_type("RUN_ERROR")[0]["code"] == "422", unfit.events
+    assert unfit.error.startswith(f"resume {call}: edited args do not fit delete_file"), unfit.error
+    assert "\n" not in unfit.error
+    assert (workspace / "notes.txt").exists() and (workspace / "old.txt").exists()  # nothing ran
+    assert [event["event"] for event in await audit_of(api, session)] == ["requested"]  # nothing decided
+
+    [approved] = await drive(api, session, step("ana", entries=edited({"path": "old.txt"})))
+    assert approved.custom("hitl.resume")[0]["outcome"] == "edited", approved.events
+    assert approved.of_type("TOOL_CALL_RESULT"), approved.events
+    assert not (workspace / "old.txt").exists() and (workspace / "notes.txt").exists()  # the edit, in full, ran
+    [decision] = [event for event in await audit_of(api, session) if event["event"] == "edited"]
+    assert (decision["by"], decision["via"]) == ("ana", "ag-ui")
+
+
+async def test_approved_false_with_a_reason_rejects_and_the_model_reads_the_reason(api: Api) -> None:
+    (api.agent.workspace / "notes.txt").write_text("notes\n")
+    session = new_id()
+    denied = {"status": "resolved", "payload": {"approved": False, "reason": "keep it, it is the only copy"}}
+    _, rejected = await drive(api, session, step("ana", message="please delete notes.txt"), step("ana", resume=denied))
+
+    assert rejected.finished and rejected.interrupts == [], rejected.events
+    assert rejected.custom("hitl.resume")[0]["decision"] == "reject", rejected.events
+    [result] = rejected.of_type("TOOL_CALL_RESULT")
+    assert "keep it, it is the only copy" in result["content"]
+    assert (api.agent.workspace / "notes.txt").exists()
+    [decision] = [event for event in await audit_of(api, session) if event["event"] == "rejected"]
+    assert (decision["by"], decision["via"]) == ("ana", "ag-ui")
+    assert decision["reason"].endswith("Reason: keep it, it is the only copy")
+
+
+async def test_a_review_is_a_tool_call_interrupt_whose_approval_may_replace_the_result(api: Api) -> None:
+    session = new_id()
+    [asked] = await drive(api, session, step("ana", message=DRAFT))
+    [review] = asked.interrupts
+    assert (review["reason"], review["toolCallId"]) == ("tool_call", review["id"]), review
+    assert review["metadata"]["hitl"]["kind"] == "review"
+    assert set(review["responseSchema"]["properties"]) >= {"approved", "editedResult"}
+    assert "editedArgs" not in review["responseSchema"]["properties"]  # it has run: its args are history
+
+    def approved(**edit: object) -> list[dict]:
+        return [{"interruptId": review["id"], "status": "resolved", "payload": {"approved": True, **edit}}]
+
+    refused, reviewed = await drive(api, session, step("ana", entries=approved(editedArgs={})),
+                                    step("ana", entries=approved(editedResult="Lunch moved to 1pm.")))
+    assert refused.of_type("RUN_ERROR")[0]["code"] == "422" and "editedResult" in refused.error, refused.events
+    [result] = reviewed.of_type("TOOL_CALL_RESULT")
+    assert "Lunch moved to 1pm." in result["content"], reviewed.events
+
+
+async def test_the_older_payload_shape_still_decides_a_reject_with_a_reason_reaches_the_model(api: Api) -> None:
     (api.agent.workspace / "notes.txt").write_text("notes\n")
     session = new_id()
     reject = {"status": "resolved", "payload": {"decision": "reject", "reason": "keep it, it is the only copy"}}
@@ -73,6 +143,7 @@ async def test_a_question_is_an_interrupt_with_its_form_as_schema_and_the_answer
 
     [question] = asked.interrupts
     assert (question["reason"], question["message"]) == ("input_required", "On what date do you want to fly?")
+    assert question["toolCallId"] == question["id"]  # the model's ask_user_question call
     schema = question["responseSchema"]["properties"]
     assert schema["decision"] == {"enum": ["answer", "reject"]}
     assert schema["answer"]["properties"] == {"date": {"type": "string", "format": "date"}}

@@ -66,7 +66,7 @@ async def test_the_ag_ui_script_starts_a_session_sees_its_pause_and_approves_it(
     session = printed[0].removeprefix("session ")
     assert re.fullmatch(r"agui-[0-9a-f]{8}", session), printed
     assert printed[1:] == [
-        "paused: approve delete_file: deletes notes.txt now (tool_approval, call_1)",
+        "paused: approve delete_file: deletes notes.txt now (tool_call, call_1)",
         'decided: {"interruptId":"call_1","decision":"approve","by":"bob","outcome":"approved"}',
         "agent: Deleted notes.txt.",
         "pauses left: 0",
