@@ -103,6 +103,11 @@ async def turn(request: Request, run: RunAgentInput, reader: Reader, options: di
     if run.resume:
         for note in await decide_resumed(request, session_id, person, run.resume):
             yield note
+        if not await may_read(request, session_id, person):
+            # A child's approver decides its call here but reads nothing else of the session.
+            yield RunFinishedEvent(thread_id=session_id, run_id=run.run_id,
+                                   result={"access_ended": True, "problem": NO_LONGER_READABLE})
+            return
         ending = stopped_or_settled(request, session_id, before)
     elif text is not None:
         grant = await granted(request, session_id, person, "message")
@@ -115,6 +120,16 @@ async def turn(request: Request, run: RunAgentInput, reader: Reader, options: di
         ending = stopped_or_settled(request, session_id, before)
     async for event in followed(client, request, run, before, reader, ending):
         yield event
+
+
+async def may_read(request: Request, session_id: str, person: str) -> bool:
+    try:
+        await granted(request, session_id, person, "read")
+    except HTTPException as refusal:
+        if refusal.status_code == 404:
+            return False
+        raise
+    return True
 
 
 async def exists(handle: WorkflowHandle[Any, Any]) -> bool:

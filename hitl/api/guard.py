@@ -17,7 +17,7 @@ from fastapi import Depends, HTTPException, Request
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
-from hitl.api.access import Action, Policy, SessionFacts, verdict
+from hitl.api.access import Action, Policy, SessionFacts, may_decide, verdict
 from hitl.api.auth import caller
 from hitl.api.followed import now
 from hitl.api.gateway import run_query, temporal
@@ -36,6 +36,9 @@ class Grant:
     person: str
     session: SessionFacts
     item: dict[str, Any] | None = None
+    # Someone who may not read the session but decides calls of its children (their approver):
+    # the calls, as the session lists them, that they may see; None for whoever reads it all.
+    only_calls: tuple[str, ...] | None = None
 
 
 def policy_as_written(request: Request) -> Policy | None:
@@ -86,16 +89,24 @@ async def facts_from(session_id: str, description: WorkflowExecutionDescription)
 
 async def child_facts(request: Request, session_id: str, person: str) -> SessionFacts:
     """A child session's facts, for whoever may read its root (docs/interface.md, Sub-agents): the
-    root's facts decide (404 for whoever has no role there), and each session from the root down
-    must be one its parent started (Temporal's parent link), not one that only took a child's id,
-    and started since the root's chain of runs began: a root id used again after its session closed
-    (a new session under the old id) is not the old tree's root."""
+    root's facts decide (404 for whoever has no role there)."""
     shape = CHILD_ID.match(session_id)
     if shape is None:
         raise HTTPException(422, f"session id {session_id!r}: a child session's id is <root id>/<agent>/<n>, "
                                  "at most 4 levels deep, as the root's pending lists it")
     root = shape["root"]
     refuse_unless(verdict(person, "read", await session_facts(request, root), policy_of(request)))
+    return await descendant_facts(request, root, session_id)
+
+
+async def descendant_facts(request: Request, root: str, session_id: str) -> SessionFacts:
+    """The facts of `session_id`, a session below `root`: each session from the root down must be
+    one its parent started (Temporal's parent link), not one that only took a child's id, and
+    started since the root's chain of runs began: a root id used again after its session closed
+    (a new session under the old id) is not the old tree's root."""
+    shape = CHILD_ID.match(session_id)
+    if shape is None or shape["root"] != root:
+        raise HTTPException(404, f"unknown session {session_id!r}: no child session of {root!r}")
     client = await temporal(request).get()
     began = await chain_start(client, root)
     parts, parent, description = shape["below"].split("/")[1:], root, None
@@ -123,8 +134,10 @@ def refuse_unless(decided: Any) -> None:
         raise HTTPException(decided.status, decided.reason)
 
 
-def allowed(action: Action) -> Callable[..., Any]:
-    """The dependency for `action` on the session named by the path's `session_id`."""
+def allowed(action: Action, calls_below: bool = False) -> Callable[..., Any]:
+    """The dependency for `action` on the session named by the path's `session_id`. With
+    `calls_below` (the pending route), a child's approver who may not read the session is granted
+    the calls below it that they may decide, and only those (`Grant.only_calls`)."""
 
     async def grant(request: Request, session_id: str, person: str = Depends(caller)) -> AsyncIterator[Grant]:
         if action != "read":
@@ -133,6 +146,9 @@ def allowed(action: Action) -> Callable[..., Any]:
         with request.app.state.reads.slot(person):
             if "/" in session_id:  # a child's, on the read routes that take one (hitl/api/sessions.py)
                 yield Grant(person, await child_facts(request, session_id, person))
+                return
+            if calls_below:
+                yield await granted_or_calls_below(request, session_id, person)
                 return
             yield await granted(request, session_id, person, action)
 
@@ -163,22 +179,100 @@ async def grant_on_call(request: Request, session_id: str, call_id: str, person:
     action: Action = "claim" if verb in ("claim", "release") else "decide"
     session = await session_facts(request, session_id)
     policy = policy_of(request)
-    readable = verdict(person, "read", session, policy)
-    item = await pending_item(request, session_id, call_id) if readable.allowed else None
+    if not verdict(person, "read", session, policy).allowed:
+        return await grant_below_for_outsider(request, session, call_id, person, verb)
+    item = await pending_item(request, session_id, call_id)
     refuse_unless(verdict(person, action, session, policy, item, verb))
-    if item is not None and item.get("session_id") and item.get("child_call_id"):
-        # A child session's call, listed by its root (docs/interface.md, Sub-agents): the same
-        # rules, asked of the child and its own open call, which is what is decided. Only a
-        # session below this one, and only the call as listed: what the person saw is what counts.
+    if is_below(item):
         if not str(item["session_id"]).startswith(f"{session_id}/"):
             raise HTTPException(404, f"no call {call_id!r} waits in session {session_id!r}")
-        child = await session_facts(request, item["session_id"])
-        child_item = await pending_item(request, child.session_id, item["child_call_id"])
-        refuse_unless(verdict(person, action, child, policy, child_item, verb))
-        if child_item.get("args_sha256") != item.get("args_sha256"):
-            raise HTTPException(409, f"{call_id} changed in session {child.session_id}: read it again")
-        return Grant(person, child, child_item)
+        return await grant_in_child(request, session_id, item, person, verb)
     return Grant(person, session, item)
+
+
+def is_below(item: dict[str, Any]) -> bool:
+    """A child session's call, as its root lists it (docs/interface.md, Sub-agents)."""
+    return bool(item.get("session_id") and item.get("child_call_id"))
+
+
+async def grant_in_child(request: Request, root: str, item: dict[str, Any], person: str, verb: str) -> Grant:
+    """A child's call listed by its root: the same rules, asked of the child and its own open call,
+    which is what is decided. Only a session below the root, and only the call as listed: what the
+    person saw is what counts."""
+    child, child_item = await child_call(request, root, item)
+    return decided_in_child(request, person, verb, item, child, child_item)
+
+
+async def child_call(request: Request, root: str, item: dict[str, Any]) -> tuple[SessionFacts, dict[str, Any]]:
+    """The child session a root's item names (verified to be of the root's tree) and its open call."""
+    child = await descendant_facts(request, root, str(item["session_id"]))
+    return child, await pending_item(request, child.session_id, item["child_call_id"])
+
+
+def decided_in_child(request: Request, person: str, verb: str, item: dict[str, Any], child: SessionFacts,
+                     child_item: dict[str, Any]) -> Grant:
+    action: Action = "claim" if verb in ("claim", "release") else "decide"
+    refuse_unless(verdict(person, action, child, policy_of(request), child_item, verb))
+    if child_item.get("args_sha256") != item.get("args_sha256"):
+        raise HTTPException(409, f"{item['call_id']} changed in session {child.session_id}: read it again")
+    return Grant(person, child, child_item)
+
+
+async def grant_below_for_outsider(request: Request, session: SessionFacts, call_id: str, person: str,
+                                   verb: str) -> Grant:
+    """A call of a session below this one, for someone who may not read this one: theirs to decide
+    when the child's own rules let them decide that call (docs/interface.md, Sub-agents). Anyone
+    else gets the 404 of an unknown session, whether such a call waits (or waited) or not; the
+    child's approver then gets the child's refusals (four eyes, a claim, changed arguments) as a
+    reader of the root would."""
+    unknown = HTTPException(404, f"unknown session {session.session_id!r}")
+    if session.closed or not call_id.startswith(f"{session.session_id}/"):
+        raise unknown
+    try:
+        item = await pending_item(request, session.session_id, call_id)
+        if not is_below(item):
+            raise unknown
+        child, child_item = await child_call(request, session.session_id, item)
+    except HTTPException:
+        raise unknown from None
+    if not may_decide(person, child_item, child, policy_of(request)):
+        raise unknown
+    return decided_in_child(request, person, verb, item, child, child_item)
+
+
+async def granted_or_calls_below(request: Request, session_id: str, person: str) -> Grant:
+    """A read of the session's pending calls: the whole of it for whoever may read the session; for
+    a child's approver who may not, the calls below it they may decide (404 when there are none)."""
+    session = await session_facts(request, session_id)
+    policy = policy_of(request)
+    readable = verdict(person, "read", session, policy)
+    if readable.allowed:
+        return Grant(person, session)
+    theirs = await calls_below_decided_by(request, session, person, policy)
+    if not theirs:
+        refuse_unless(readable)
+    return Grant(person, session, only_calls=theirs)
+
+
+async def calls_below_decided_by(request: Request, session: SessionFacts, person: str,
+                                 policy: Policy | None) -> tuple[str, ...]:
+    """The calls the session lists from its children that the children's own rules (their memos:
+    each child's open calls) let `person` decide."""
+    if session.closed:
+        return ()
+    listed = [item for item in await run_query(request, session.session_id, PENDING)
+              if is_below(item) and str(item["session_id"]).startswith(f"{session.session_id}/")]
+    theirs: list[str] = []
+    for child_id in sorted({str(item["session_id"]) for item in listed}):
+        try:
+            child = await descendant_facts(request, session.session_id, child_id)
+        except HTTPException:
+            continue
+        open_calls = {call.get("call_id"): call for call in child.pending}
+        theirs += [item["call_id"] for item in listed if item["session_id"] == child_id
+                   and (own := open_calls.get(item["child_call_id"])) is not None
+                   and may_decide(person, own, child, policy)]
+    return tuple(theirs)
 
 
 async def pending_item(request: Request, session_id: str, call_id: str) -> dict[str, Any]:

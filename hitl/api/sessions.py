@@ -189,10 +189,14 @@ async def status(session_id: str, request: Request, grant: Grant = Depends(allow
 
 # Without the unset fields, as the query answers (PendingCall.view): what goes over the wire is the query's.
 @router.get("/{session_id:session}/pending", response_model=list[PendingItem], response_model_exclude_none=True)
-async def pending(session_id: str, request: Request, grant: Grant = Depends(allowed("read"))) -> list[dict[str, Any]]:
+async def pending(session_id: str, request: Request,
+                  grant: Grant = Depends(allowed("read", calls_below=True))) -> list[dict[str, Any]]:
     """The `pending` query: what waits for a person, with the rules that govern each item, what
-    approving it does and what its deadline does (hitl/client/consequences.py)."""
+    approving it does and what its deadline does (hitl/client/consequences.py). A child's approver
+    who may not read the session gets only the child's calls they may decide."""
     items = await session_read(request, grant, PENDING.name, lambda: run_query(request, session_id, PENDING))
+    if grant.only_calls is not None:
+        items = [item for item in items if item["call_id"] in grant.only_calls]
     return [with_consequences(item) for item in items]
 
 

@@ -20,14 +20,16 @@ from a2a.types.a2a_pb2 import (
     ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, Message, SendMessageRequest,
     SubscribeToTaskRequest, Task, TaskPushNotificationConfig,
 )
-from a2a.utils.errors import InvalidParamsError, PushNotificationNotSupportedError, UnsupportedOperationError
+from a2a.utils.errors import (
+    InvalidParamsError, PushNotificationNotSupportedError, TaskNotFoundError, UnsupportedOperationError,
+)
 from fastapi import Request
 from pydantic import ValidationError
 
 from hitl.api import calls, sessions
 from hitl.api.a2a.decisions import decision_of
 from hitl.api.a2a.refusals import as_a2a_errors
-from hitl.api.a2a.tasks import data_of, task_of
+from hitl.api.a2a.tasks import data_of, decision_task, task_of
 from hitl.api.guard import Grant, allowed, allowed_on_call
 from workflows.forms import describe_validation_error
 
@@ -74,12 +76,15 @@ class SessionsAsTasks(RequestHandler):
 
     async def decide(self, request: Request, person: str, session_id: str, data: Any) -> Task:
         decision = decision_of(data)
-        async with granted(request, person, session_id, "read"):
-            pass  # an unknown session, or one the caller may not see, is an unknown task
-        with as_a2a_errors():
+        reads = await may_read(request, person, session_id)
+        # Whoever may not read the task may still decide a call of its children that is theirs to
+        # decide (allowed_on_call); for anyone else the task is unknown, as it is to every read.
+        with as_a2a_errors(session_level=not reads):
             grant = await allowed_on_call(decision.verb)(request, session_id, decision.call_id, person)
             decided = await calls.decide(request, session_id, decision.call_id, decision.verb, grant,
                                          decision.fields, via="a2a")
+            if not reads:
+                return decision_task(session_id, decided)
             settled = await sessions.settle(request, session_id, decided.get("event", 0))
         return task_of(session_id, settled["status"], settled["pending"])
 
@@ -140,6 +145,15 @@ class SessionsAsTasks(RequestHandler):
     async def on_get_extended_agent_card(self, params: GetExtendedAgentCardRequest,
                                          context: ServerCallContext) -> AgentCard:
         raise UnsupportedOperationError("there is no extended agent card: the public one says everything")
+
+
+async def may_read(request: Request, person: str, session_id: str) -> bool:
+    """Whether the caller may read the session (an unknown one: no)."""
+    try:
+        async with granted(request, person, session_id, "read"):
+            return True
+    except TaskNotFoundError:
+        return False
 
 
 @asynccontextmanager

@@ -35,6 +35,15 @@ def task_of(session_id: str, status: dict[str, Any], pending: list[dict[str, Any
     return task
 
 
+def decision_task(session_id: str, decided: dict[str, Any]) -> Task:
+    """What a decision answers someone who may decide a call of the task's children but not read
+    the task (a child's approver): the decision's outcome, nothing else of the session."""
+    said = f"{decided.get('call_id')}: {decided.get('outcome') or 'accepted'}"
+    return Task(id=session_id, context_id=session_id, status=TaskStatus(
+        state=TaskState.TASK_STATE_WORKING,
+        message=new_message([new_text_part(said)], context_id=session_id, task_id=session_id, role=Role.ROLE_AGENT)))
+
+
 def state_of(status: dict[str, Any], pending: list[dict[str, Any]], cancelled: bool) -> tuple[TaskState, str]:
     """The task's state and one line saying it."""
     state = status.get("state")
