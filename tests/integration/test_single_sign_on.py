@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+import httpx2 as httpx
 import pytest
 from joserfc.jwk import RSAKey
 from temporalio.testing import WorkflowEnvironment
@@ -21,7 +22,7 @@ from hitl.api.oidc import OpenIDProvider
 from hitl.api.stream_access import SIGN_IN_EXPIRED, SIGNED_OUT
 from hitl.api.web_sign_in import LOGIN_COOKIE, SESSION_COOKIE, WebSession, WebSignIn
 from tests.support.api_server import Api, EventStream, new_id, of_type, serving, signing_key  # noqa: F401  (fixtures)
-from tests.support.openid import AUDIENCE, OTHER_AUDIENCE, OpenID, openid, running_provider  # noqa: F401  (fixtures)
+from tests.support.openid import AUDIENCE, OTHER_AUDIENCE, OpenID, openid, running_provider, through_login  # noqa: F401  (fixtures)
 from tests.support.sessions import eventually, running_agent
 from tests.integration.test_cli import temporal
 from workflows.decisions import parse_decision
@@ -269,3 +270,23 @@ async def test_sign_ins_that_never_come_back_cannot_pile_up(
                 anyone.cookies.set(LOGIN_COOKIE, states[0], path="/auth")
                 forgotten = await anyone.get("/auth/callback", params={"code": "any", "state": states[0]})
     assert forgotten.status_code == 400 and "start again at /auth/sign-in" in forgotten.text
+
+
+async def test_a_sign_in_is_ended_only_by_the_browser_that_began_it(signing_key: str, openid: OpenID) -> None:
+    """Someone who learns the state of bob's sign-in (from a log, a referrer) and calls back with it
+    first, from a browser of their own, is refused; bob's own browser still signs him in with it."""
+    provider = OpenIDProvider(openid.issuer, AUDIENCE)
+    async with serving(None, openid=provider, web_sign_in=WebSignIn(provider, "web", "openid email api")) as api:
+        async with httpx.AsyncClient(follow_redirects=False, timeout=30) as browser, \
+                httpx.AsyncClient(follow_redirects=False, timeout=30) as someone:
+            began = await browser.get(f"{api.base}/auth/sign-in")
+            assert began.status_code == 303, began.text
+            back = await through_login(browser, began, "bob", f"{api.base}/auth/callback")
+            stranger = await someone.get(back)
+            assert stranger.status_code == 400 and "was not started here" in stranger.text
+            someone.cookies.set(LOGIN_COOKIE, "another-state", path="/auth")
+            assert (await someone.get(back)).status_code == 400
+            signed_in = await browser.get(back)
+            assert signed_in.status_code == 303, signed_in.text
+            who = await browser.get(f"{api.base}/auth/session", headers={"Sec-Fetch-Site": "same-origin"})
+    assert who.json()["person"] == BOB
