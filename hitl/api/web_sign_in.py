@@ -31,6 +31,7 @@ import httpx
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 
+from hitl.api.auth import apart_from_the_token_file
 from hitl.api.oidc import FETCH_TIMEOUT, Identity, OpenIDProvider, ProviderUnavailable, TokenRefused
 
 SESSION_COOKIE = "hitl_session"
@@ -171,7 +172,7 @@ async def callback(request: Request, code: str | None = None, state: str | None 
         return sign_in_not_started_here()
     try:
         token = await exchanged(web, request, code, login[0])
-        who = await web.provider.identity(token)
+        who = apart_from_the_token_file(request, await web.provider.identity(token))
     except (TokenRefused, ProviderUnavailable) as refused:
         return PlainTextResponse(f"sign-in failed: {refused}", status_code=401)
     sid, now = secrets.token_urlsafe(32), time.time()
