@@ -5,7 +5,9 @@ the codec's, `/healthz` and the web page's static files needs
 `Authorization: Bearer <token>`; the person the token names is the `by` of
 everything the caller decides (a `by` in a body is ignored). With an OpenID
 provider configured, its access tokens are accepted beside the file's
-(hitl/api/oidc.py).
+(hitl/api/oidc.py), and the two kinds of people are kept apart: the provider may
+not name a person of the file, and with sign-in by email the file may not name
+an email address (the provider's kind of name).
 
 A browser's EventSource cannot send headers, and a bearer token in a URL ends
 up in logs and history. So the page first POSTs (with its bearer token) for a
@@ -49,10 +51,13 @@ class TokenBook:
     source: str
 
     @classmethod
-    def from_env(cls) -> Followed[TokenBook] | TokenBook:
-        """The file HITL_API_TOKENS names, followed: a token taken out of it stops working at once."""
+    def from_env(cls, provider: OpenIDProvider | None = None) -> Followed[TokenBook] | TokenBook:
+        """The file HITL_API_TOKENS names, followed: a token taken out of it stops working at once.
+        With single sign-on (`provider`), a file naming a person the provider could name is refused."""
         path = os.environ.get("HITL_API_TOKENS")
-        return Followed.read(Path(path), cls.load) if path else cls({}, "HITL_API_TOKENS is not set")
+        if not path:
+            return cls({}, "HITL_API_TOKENS is not set")
+        return Followed.read(Path(path), cls.load if provider is None else lambda at: cls.load(at).apart_from(provider))
 
     @classmethod
     def load(cls, path: Path) -> TokenBook:
@@ -71,6 +76,21 @@ class TokenBook:
             if len(token) < 16:
                 raise TokenFileError(f"HITL_API_TOKENS={path}: token {token[:4]}… is shorter than 16 characters; use e.g. `openssl rand -hex 24`")
         return cls(dict(data), str(path))
+
+    def apart_from(self, provider: OpenIDProvider) -> TokenBook:
+        """This book, unless it names someone the provider's tokens could name: they would be two
+        people under one name (and whoever held either credential, both)."""
+        for person in self.people.values():
+            if provider.might_name(person):
+                raise TokenFileError(
+                    f"HITL_API_TOKENS={self.source}: {person!r} is an email address, and single sign-on names people "
+                    f"by their verified email (HITL_OIDC_PERSON_CLAIM={provider.person_claim}); the token file's "
+                    f"people and the provider's are kept apart: name this one otherwise (e.g. "
+                    f"{person.partition('@')[0]!r}), or let them sign in through the provider")
+        return self
+
+    def names(self, person: str) -> bool:
+        return person in self.people.values()
 
     def person_of(self, token: str) -> str | None:
         """Compare against every token in constant time, so timing tells nothing about any of them."""
@@ -103,7 +123,10 @@ async def identity(request: Request, authorization: str | None = Header(default=
     provider = openid_provider(request)
     web = getattr(request.app.state, "web_sign_in", None)
     if authorization is None and web is not None and (signed_in_page := web.identity_of(request)) is not None:
-        return signed_in(request, signed_in_page)  # the web inbox, signed in through the provider
+        try:  # the web inbox, signed in through the provider
+            return signed_in(request, apart_from_the_token_file(request, signed_in_page))
+        except TokenRefused as refused:
+            raise HTTPException(401, str(refused)) from None
     if not book.people and provider is None:
         raise HTTPException(401, f"no API tokens are configured ({book.source}); see the README, 'HTTP API'",
                             headers={"WWW-Authenticate": "Bearer"})
@@ -116,11 +139,22 @@ async def identity(request: Request, authorization: str | None = Header(default=
     if provider is None or not looks_like_jwt(token):
         raise HTTPException(401, "unknown token", headers={"WWW-Authenticate": "Bearer"})
     try:
-        return signed_in(request, await provider.identity(token))
+        return signed_in(request, apart_from_the_token_file(request, await provider.identity(token)))
     except TokenRefused as refused:
         raise HTTPException(401, str(refused), headers={"WWW-Authenticate": 'Bearer error="invalid_token"'}) from None
     except ProviderUnavailable as error:
         raise HTTPException(503, str(error), headers={"Retry-After": "5"}) from None
+
+
+def apart_from_the_token_file(request: Request, who: Identity) -> Identity:
+    """The provider's person, unless the token file (as it is now) names that person: a provider's
+    name is never a way to become one of the file's people."""
+    if tokens_of(request).names(who.person):
+        provider = openid_provider(request)
+        claim = provider.person_claim if provider is not None else "person"
+        raise TokenRefused(f"token refused: its {claim} {who.person!r} is a person of the token file (HITL_API_TOKENS); "
+                           "the provider's people and the token file's are kept apart")
+    return who
 
 
 def signed_in(request: Request, who: Identity) -> Identity:

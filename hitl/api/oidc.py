@@ -2,15 +2,24 @@
 
 With `HITL_OIDC_ISSUER` set, a bearer token that is not in the token file is
 verified as an access token of that provider: its signing keys come from the
-`jwks_uri` its discovery document names, fetched once and kept; a token signed
-by a key the set does not hold makes the set be fetched again (the provider
-rotated its keys), at most once per `REFETCH_SECONDS`, so tokens with made-up
-key ids cannot make the API hammer the provider.
+`jwks_uri` its discovery document names, kept as long as the answer's
+Cache-Control max-age says (at most `KEYS_MAX_AGE`, `KEYS_DEFAULT_AGE` when it
+says nothing), so a key the provider stops publishing stops being trusted soon;
+a token signed by a key the set does not hold makes the set be fetched again
+(the provider rotated its keys), at most once per `REFETCH_SECONDS`, so tokens
+with made-up key ids cannot make the API hammer the provider.
 
 Only the algorithms of the provider's own signing keys are accepted: never
 `none`, never an HMAC (`HS*`), whose secret would be whatever key the verifier
 holds, the provider's public one included. `iss`, `aud` and `exp` must be there
-and right; `nbf` and `iat`, when there, are checked too.
+and right; `nbf` and `iat`, when there, are checked too; each is a finite number,
+and `exp` at most `max_token_seconds` from now (and from `iat`).
+
+Who the token names (`identity_of`): with the `email` claim, a verified email
+address (`email_verified: true`), so a name that is no address, like a token
+file's `ops`, can never arrive from the provider; with any other claim, the
+provider's own name, never one spelled as the policy spells a group (`@...`).
+The token file's people are kept apart from the provider's in hitl/api/auth.py.
 """
 
 from __future__ import annotations
@@ -18,7 +27,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import math
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -32,8 +43,13 @@ from joserfc.jwk import import_key
 from hitl.api.codec import is_loopback
 
 REFETCH_SECONDS = 10  # an unknown key id fetches the key set again at most this often
-KEYS_MAX_AGE = 600  # the key set is fetched again this long after it was, whatever the tokens say
+KEYS_MAX_AGE = 300  # the key set is fetched again at most this long after it was, whatever its max-age
+KEYS_DEFAULT_AGE = 60  # ... and this long after when the provider's answer says nothing (Cache-Control)
 LEEWAY_SECONDS = 30  # clock skew allowed between the provider and this API
+MAX_TOKEN_SECONDS = 86_400  # a token's exp may be at most this far from now (HITL_OIDC_MAX_TOKEN_SECONDS)
+TIME_CLAIMS = ("exp", "nbf", "iat")
+# An address as providers verify them: something, one @, a domain with a dot; no spaces or control characters.
+EMAIL_ADDRESS = re.compile(r"[^@\s\x00-\x1f\x7f]+@[^@\s\x00-\x1f\x7f.]+(\.[^@\s\x00-\x1f\x7f.]+)+")
 FETCH_TIMEOUT = 10
 # The algorithm a key without an `alg` signs with, by its type (and curve).
 DEFAULT_ALGORITHMS: dict[Any, str] = {"RSA": "RS256", ("EC", "P-256"): "ES256", ("EC", "P-384"): "ES384",
@@ -66,13 +82,18 @@ class Identity:
 
 @dataclass
 class SigningKeys:
-    """The provider's signature keys by key id, with the algorithm each signs with."""
+    """The provider's signature keys by key id, with the algorithm each signs with; kept until
+    `max_age` seconds after `fetched_at`."""
 
     by_kid: dict[str | None, tuple[Any, str]] = field(default_factory=dict)
     fetched_at: float = float("-inf")
+    max_age: float = 0
+
+    def stale(self, now: float) -> bool:
+        return now - self.fetched_at >= self.max_age
 
     @classmethod
-    def from_jwks(cls, document: Any, fetched_at: float) -> SigningKeys:
+    def from_jwks(cls, document: Any, fetched_at: float, max_age: float) -> SigningKeys:
         if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
             raise ProviderUnavailable("the provider's jwks_uri did not answer a JSON key set {\"keys\": [...]}")
         keys: dict[str | None, tuple[Any, str]] = {}
@@ -87,7 +108,7 @@ class SigningKeys:
                 keys[jwk.get("kid")] = (import_key(jwk), algorithm)
             except (JoseError, ValueError, TypeError):
                 continue  # a key this library cannot read verifies nothing; the others still do
-        return cls(keys, fetched_at)
+        return cls(keys, fetched_at, max_age)
 
     def algorithms(self) -> list[str]:
         return sorted({algorithm for _, algorithm in self.by_kid.values()})
@@ -98,12 +119,13 @@ class OpenIDProvider:
 
     def __init__(self, issuer: str, audience: str, *, person_claim: str = "email", groups_claim: str = "groups",
                  leeway: int = LEEWAY_SECONDS, refetch_seconds: float = REFETCH_SECONDS,
-                 clock: Callable[[], float] = time.time) -> None:
+                 max_token_seconds: int = MAX_TOKEN_SECONDS, clock: Callable[[], float] = time.time) -> None:
         self.issuer = issuer
         self.audience = audience
         self.person_claim = person_claim
         self.groups_claim = groups_claim
         self.leeway = leeway
+        self.max_token_seconds = max_token_seconds
         self.refetch_seconds = refetch_seconds
         self.clock = clock
         self.keys = SigningKeys()
@@ -127,7 +149,8 @@ class OpenIDProvider:
             raise OpenIDConfigError(f"HITL_OIDC_ISSUER={issuer}: must be an https:// URL (http:// only on loopback)")
         return cls(issuer, audience,
                    person_claim=os.environ.get("HITL_OIDC_PERSON_CLAIM", "").strip() or "email",
-                   groups_claim=os.environ.get("HITL_OIDC_GROUPS_CLAIM", "").strip() or "groups")
+                   groups_claim=os.environ.get("HITL_OIDC_GROUPS_CLAIM", "").strip() or "groups",
+                   max_token_seconds=max_token_seconds_from_env())
 
     async def identity(self, token: str) -> Identity:
         """The person the token proves, or TokenRefused (or ProviderUnavailable)."""
@@ -148,6 +171,9 @@ class OpenIDProvider:
         return self.identity_of(claims)
 
     def check(self, claims: dict[str, Any]) -> None:
+        for name in TIME_CLAIMS:
+            if name in claims and not is_numeric_date(claims[name]):
+                raise TokenRefused(f"token refused: its {name} is not a number of seconds (NumericDate)")
         registry = jwt.JWTClaimsRegistry(
             now=lambda: int(self.clock()), leeway=self.leeway,
             iss={"essential": True, "value": self.issuer}, aud={"essential": True, "value": self.audience},
@@ -162,16 +188,45 @@ class OpenIDProvider:
                        "aud": f"it is for another audience, not {self.audience}",
                        "nbf": "it is not valid yet (nbf)", "iat": "it was issued in the future (iat)"}
             raise TokenRefused(f"token refused: {reasons.get(error.claim, error.description)}") from None
+        self.check_lifetime(claims["exp"], claims.get("iat"))
+
+    def check_lifetime(self, exp: int | float, iat: int | float | None) -> None:
+        """A token lives at most `max_token_seconds`: an `exp` beyond that (1e300) would keep a
+        stolen token, a web sign-in and the streams it opens alive for ever."""
+        longest = self.max_token_seconds + self.leeway
+        if exp > self.clock() + longest:
+            raise TokenRefused(f"token refused: its exp is more than {self.max_token_seconds} seconds from now")
+        if iat is not None and exp - iat > longest:
+            raise TokenRefused(f"token refused: its exp is more than {self.max_token_seconds} seconds after its iat")
 
     def identity_of(self, claims: dict[str, Any]) -> Identity:
         person = claims.get(self.person_claim)
         if not isinstance(person, str) or not person.strip():
             raise TokenRefused(f"token refused: it has no {self.person_claim!r} claim naming the person "
                                "(HITL_OIDC_PERSON_CLAIM)")
+        person = person.strip()
+        if self.person_claim == "email":
+            self.check_email(person, claims.get("email_verified"))
+        elif person.startswith("@"):
+            raise TokenRefused(f"token refused: its {self.person_claim} {person!r} starts with '@', "
+                               "as the policy names groups")
         groups = claims.get(self.groups_claim) or []
         if not isinstance(groups, list) or not all(isinstance(group, str) for group in groups):
             raise TokenRefused(f"token refused: its {self.groups_claim!r} claim is not a list of group names")
-        return Identity(person.strip(), tuple(groups), float(claims["exp"]))
+        return Identity(person, tuple(groups), float(claims["exp"]))
+
+    @staticmethod
+    def check_email(email: str, verified: Any) -> None:
+        """An email is a person only once the provider has verified it: anyone may type any address
+        (or any word) into their profile at many providers."""
+        if verified is not True:
+            raise TokenRefused("token refused: its email is not verified by the provider (email_verified is not true)")
+        if not is_email_address(email):
+            raise TokenRefused(f"token refused: its email {email!r} is not an email address")
+
+    def might_name(self, person: str) -> bool:
+        """Whether a token of this provider could name `person` (the token file may not: auth.py)."""
+        return self.person_claim == "email" and is_email_address(person)
 
     async def key_for(self, kid: Any) -> tuple[Any, str]:
         """The key with this id from the provider's set, fetching the set when it is old, or once
@@ -180,7 +235,7 @@ class OpenIDProvider:
             raise TokenRefused("token refused: its key id (kid) is not a string")
         async with self.lock:
             now = self.clock()
-            if now - self.keys.fetched_at > KEYS_MAX_AGE:
+            if self.keys.stale(now):
                 await self.fetch_keys()
             elif kid not in self.keys.by_kid and now - self.refetched_at >= self.refetch_seconds:
                 self.refetched_at = now
@@ -207,14 +262,55 @@ class OpenIDProvider:
     async def fetch_keys(self) -> None:
         jwks_uri = await self.endpoint("jwks_uri")
         async with httpx.AsyncClient(timeout=FETCH_TIMEOUT) as http:
-            self.keys = SigningKeys.from_jwks(await fetched_json(http, jwks_uri), self.clock())
+            document, cache_control = await fetched_json_and_cache_control(http, jwks_uri)
+        max_age = keys_max_age(cache_control, at_least=self.refetch_seconds)
+        self.keys = SigningKeys.from_jwks(document, self.clock(), max_age)
+
+
+def keys_max_age(cache_control: str | None, *, at_least: float) -> float:
+    """How long a key set may be kept: its Cache-Control max-age (none for no-store or no-cache),
+    never past KEYS_MAX_AGE nor under `at_least` (the refetch rate, so the provider is not
+    hammered); KEYS_DEFAULT_AGE when the answer says nothing of it."""
+    directives = [directive.strip().lower() for directive in (cache_control or "").split(",")]
+    age: float = KEYS_DEFAULT_AGE
+    for directive in directives:
+        name, _, value = directive.partition("=")
+        if name in ("no-store", "no-cache"):
+            age = 0
+            break
+        if name == "max-age" and value.strip().strip('"').isdigit():
+            age = int(value.strip().strip('"'))
+    return max(at_least, min(age, KEYS_MAX_AGE))
+
+
+def max_token_seconds_from_env() -> int:
+    setting = os.environ.get("HITL_OIDC_MAX_TOKEN_SECONDS", "").strip()
+    if not setting:
+        return MAX_TOKEN_SECONDS
+    if not setting.isdigit() or int(setting) == 0:
+        raise OpenIDConfigError(f"HITL_OIDC_MAX_TOKEN_SECONDS={setting}: must be a whole number of seconds above 0 "
+                                f"(the longest a token may live; default {MAX_TOKEN_SECONDS})")
+    return int(setting)
+
+
+def is_numeric_date(value: Any) -> bool:
+    """A JSON number that is a time: not a boolean, not NaN or an infinity."""
+    return not isinstance(value, bool) and (isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)))
+
+
+def is_email_address(text: str) -> bool:
+    return EMAIL_ADDRESS.fullmatch(text) is not None
 
 
 async def fetched_json(http: httpx.AsyncClient, url: str) -> Any:
+    return (await fetched_json_and_cache_control(http, url))[0]
+
+
+async def fetched_json_and_cache_control(http: httpx.AsyncClient, url: str) -> tuple[Any, str | None]:
     try:
         answer = await http.get(url, headers={"Accept": "application/json"})
         answer.raise_for_status()
-        return answer.json()
+        return answer.json(), answer.headers.get("cache-control")
     except (httpx.HTTPError, ValueError) as error:
         raise ProviderUnavailable(f"the OpenID provider did not answer {url}: {error or type(error).__name__}") from None
 

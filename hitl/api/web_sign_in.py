@@ -31,6 +31,7 @@ import httpx
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 
+from hitl.api.auth import apart_from_the_token_file
 from hitl.api.oidc import FETCH_TIMEOUT, Identity, OpenIDProvider, ProviderUnavailable, TokenRefused
 
 SESSION_COOKIE = "hitl_session"
@@ -160,15 +161,18 @@ async def callback(request: Request, code: str | None = None, state: str | None 
     web = web_sign_in(request)
     if error is not None:
         return PlainTextResponse(f"sign-in failed at the provider: {error}", status_code=400)
-    login = web.logins.pop(state or "", None)
-    # The state must be this browser's own sign-in: otherwise someone's code could sign it in as them.
-    if (login is None or login[1] < time.time() or code is None
-            or not secrets.compare_digest((request.cookies.get(LOGIN_COOKIE) or "").encode(), (state or "").encode())):
-        return PlainTextResponse("sign-in failed: this sign-in was not started here, or took too long; "
-                                 "start again at /auth/sign-in", status_code=400)
+    login = web.logins.get(state or "")
+    # The state must be this browser's own sign-in: otherwise someone's code could sign it in as
+    # them. Only then is it used up, so whoever learns a state cannot end that sign-in with it.
+    if login is None or not secrets.compare_digest((request.cookies.get(LOGIN_COOKIE) or "").encode(),
+                                                    (state or "").encode()):
+        return sign_in_not_started_here()
+    del web.logins[state or ""]
+    if login[1] < time.time() or code is None:
+        return sign_in_not_started_here()
     try:
         token = await exchanged(web, request, code, login[0])
-        who = await web.provider.identity(token)
+        who = apart_from_the_token_file(request, await web.provider.identity(token))
     except (TokenRefused, ProviderUnavailable) as refused:
         return PlainTextResponse(f"sign-in failed: {refused}", status_code=401)
     sid, now = secrets.token_urlsafe(32), time.time()
@@ -179,6 +183,11 @@ async def callback(request: Request, code: str | None = None, state: str | None 
     answer.set_cookie(SESSION_COOKIE, sid, max_age=max(int((who.expires_at or 0) - time.time()), 0), path="/",
                       httponly=True, samesite="strict", secure=secure(request))
     return answer
+
+
+def sign_in_not_started_here() -> Response:
+    return PlainTextResponse("sign-in failed: this sign-in was not started here, or took too long; "
+                             "start again at /auth/sign-in", status_code=400)
 
 
 async def exchanged(web: WebSignIn, request: Request, code: str, verifier: str) -> str:

@@ -9,19 +9,26 @@ import base64
 import hashlib
 import hmac
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any, AsyncIterator
+
+import httpx2 as httpx
 
 import pytest
 from joserfc.jwk import RSAKey
 from temporalio.testing import WorkflowEnvironment
 
 from hitl.api.app import signing_key as key_of_the_api
+from hitl.api.auth import TokenBook
 from hitl.api.oidc import OpenIDProvider
+from hitl.devserver import free_port
 from hitl.api.stream_access import SIGN_IN_EXPIRED, SIGNED_OUT
 from hitl.api.web_sign_in import LOGIN_COOKIE, SESSION_COOKIE, WebSession, WebSignIn
-from tests.support.api_server import Api, EventStream, new_id, of_type, serving, signing_key  # noqa: F401  (fixtures)
-from tests.support.openid import AUDIENCE, OTHER_AUDIENCE, OpenID, openid, running_provider  # noqa: F401  (fixtures)
+from tests.support.api_server import PEOPLE, Api, EventStream, new_id, of_type, serving, signing_key, token_of  # noqa: F401  (fixtures)
+from tests.support.openid import AUDIENCE, OTHER_AUDIENCE, OpenID, openid, running_provider, through_login  # noqa: F401  (fixtures)
 from tests.support.sessions import eventually, running_agent
 from tests.integration.test_cli import temporal
 from workflows.decisions import parse_decision
@@ -38,10 +45,14 @@ POLICY = {"groups_from_identity": True, "groups": {"finance": ["@payments", "dav
 async def serving_with_provider(env: WorkflowEnvironment, workspace: Path, openid: OpenID, **options: Any) -> AsyncIterator[Api]:
     """The API with its token file and the provider's tokens; no clock leeway, so expiry is prompt,
     and an unknown key id fetches the keys again at most once a second."""
-    provider = OpenIDProvider(openid.issuer, AUDIENCE, leeway=0, refetch_seconds=1)
+    provider = provider_of(openid)
     async for agent in running_agent(env.client, workspace):
         async with serving(agent, openid=provider, **options) as running:
             yield running
+
+
+def provider_of(openid: OpenID, person_claim: str = "email") -> OpenIDProvider:
+    return OpenIDProvider(openid.issuer, AUDIENCE, person_claim=person_claim, leeway=0, refetch_seconds=1)
 
 
 @pytest.fixture
@@ -269,3 +280,167 @@ async def test_sign_ins_that_never_come_back_cannot_pile_up(
                 anyone.cookies.set(LOGIN_COOKIE, states[0], path="/auth")
                 forgotten = await anyone.get("/auth/callback", params={"code": "any", "state": states[0]})
     assert forgotten.status_code == 400 and "start again at /auth/sign-in" in forgotten.text
+
+
+# ------------------------------------------------------------------ who a provider's token may name
+
+# The token file's operator: a short name, as token files name people.
+OPS_POLICY = {"operators": ["ops"]}
+TOKEN_FILE = TokenBook({token_of(person): person for person in (*PEOPLE, "ops")}, "test tokens")
+
+
+@pytest.fixture
+async def operator_api(env: WorkflowEnvironment, workspace: Path, signing_key: str, openid: OpenID, tmp_path: Path,
+                       monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Api]:
+    """The API (and its worker) with `ops` an operator of the policy and a person of the token file."""
+    (tmp_path / "policy.json").write_text(json.dumps(OPS_POLICY))
+    monkeypatch.setenv("HITL_POLICY", str(tmp_path / "policy.json"))
+    async for running in serving_with_provider(env, workspace, openid, policy="from HITL_POLICY", tokens=TOKEN_FILE):
+        yield running
+
+
+async def refusal_of(api: Api, token: str, path: str = "/me") -> str:
+    """The one line the API answers a refused token with (a 401)."""
+    async with with_token(api, token) as someone:
+        answer = await someone.get(path)
+    assert answer.status_code == 401, answer.text
+    detail = answer.json()["detail"]
+    assert "\n" not in detail
+    return str(detail)
+
+
+async def test_an_email_the_provider_has_not_verified_names_nobody(operator_api: Api, openid: OpenID) -> None:
+    """Mallory's account at the provider says her email is "ops", unverified: she is not the token
+    file's operator ops (who reads every session), nor anyone else; nor is an unverified real address."""
+    started = await operator_api.start("olga", "please delete notes.txt")
+    session = started["session_id"]
+    async with operator_api.as_("ops") as ops:  # the real operator reads it
+        assert (await ops.get(f"/sessions/{session}")).status_code == 200
+    unverified = {"mallory": {"email": "ops", "email_verified": False},
+                  "mallory2": {"email": "dave@example.com", "email_verified": False},
+                  "mallory3": {"email": "erin@example.com"},  # the provider says nothing of it
+                  "mallory4": {"email": "erin@example.com", "email_verified": "true"}}  # not the JSON true
+    for login, claims in unverified.items():
+        await openid.add_account(login, **claims)
+        token = await openid.token_for(login)
+        for path in ("/me", f"/sessions/{session}"):
+            detail = await refusal_of(operator_api, token, path)
+            assert detail == "token refused: its email is not verified by the provider (email_verified is not true)", \
+                (login, detail)
+    async with with_token(operator_api, await openid.token_for("bob")) as bob:  # a verified one still is its person
+        assert (await bob.get("/me")).json()["person"] == BOB
+
+
+async def test_a_provider_person_never_becomes_a_token_file_person_by_spelling(
+        env: WorkflowEnvironment, signing_key: str, openid: OpenID) -> None:
+    """With the email claim, only an email address is a person: "ops", verified or not, is the
+    token file's operator's name, and "@payments" a group's. With another claim (the provider's own
+    names), a name of the token file is refused, and so is a group's spelling; others are people."""
+    await openid.add_account("mallory", email="ops", email_verified=True, preferred_username="ana")
+    await openid.add_account("mallet", email="@payments", email_verified=True, preferred_username="@payments")
+    await openid.add_account("dave", email="dave@example.com", email_verified=True, preferred_username="dave.k")
+    mallory, mallet, dave = [await openid.token_for(login) for login in ("mallory", "mallet", "dave")]
+
+    async with serving(None, openid=provider_of(openid), tokens=TOKEN_FILE) as by_email:
+        assert await refusal_of(by_email, mallory) == "token refused: its email 'ops' is not an email address"
+        assert await refusal_of(by_email, mallet) == "token refused: its email '@payments' is not an email address"
+        async with with_token(by_email, dave) as someone:
+            assert (await someone.get("/me")).json()["person"] == "dave@example.com"
+
+    async with serving(None, openid=provider_of(openid, "preferred_username"), tokens=TOKEN_FILE) as by_username:
+        assert await refusal_of(by_username, mallory) == (
+            "token refused: its preferred_username 'ana' is a person of the token file (HITL_API_TOKENS); "
+            "the provider's people and the token file's are kept apart")
+        assert await refusal_of(by_username, mallet) == (
+            "token refused: its preferred_username '@payments' starts with '@', as the policy names groups")
+        async with with_token(by_username, dave) as someone:
+            assert (await someone.get("/me")).json()["person"] == "dave.k"
+
+
+def test_a_token_file_that_names_an_email_address_stops_a_server_that_signs_people_in_by_email(tmp_path: Path) -> None:
+    """The two kinds of people cannot meet: with single sign-on by email, a token-file person named
+    by an email address would be the provider's person of that address; the server says so at start."""
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({token_of("ana"): "ana@example.com", token_of("ops"): "ops"}))
+    completed = subprocess.run(
+        [sys.executable, "starter.py", "serve", "--port", str(free_port())], cwd=Path(__file__).resolve().parents[2],
+        env={"PATH": "/usr/bin:/bin", "HITL_API_TOKENS": str(tokens), "HITL_OIDC_AUDIENCE": AUDIENCE,
+             "HITL_OIDC_ISSUER": f"http://127.0.0.1:{free_port()}"},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert completed.returncode != 0
+    [line] = [line for line in completed.stderr.splitlines() if line.startswith("error:")]
+    assert "HITL_API_TOKENS" in line and "'ana@example.com' is an email address" in line, completed.stderr
+
+
+async def test_a_token_must_end_within_the_longest_lifetime_a_token_may_have(signing_key: str, openid: OpenID) -> None:
+    """Tokens the provider's own key signed, with an `exp` no sane provider sets: each refused with
+    its reason (a day is the longest a token may live, HITL_OIDC_MAX_TOKEN_SECONDS)."""
+    now = int(time.time())
+    person = {"iss": openid.issuer, "aud": AUDIENCE, "email": BOB, "email_verified": True}
+    async with serving(None, openid=provider_of(openid)) as api:
+        async with with_token(api, openid.signed({**person, "iat": now, "exp": now + 3600})) as bob:
+            assert (await bob.get("/me")).json()["person"] == BOB  # the key signs what the provider would
+        refused = [
+            ("its exp is more than 86400 seconds from now", {"iat": now, "exp": 1e300}),
+            ("its exp is more than 86400 seconds from now", {"exp": 10 ** 400}),
+            ("its exp is more than 86400 seconds from now", {"exp": now + 2 * 86400}),
+            ("its exp is more than 86400 seconds after its iat", {"iat": now - 86400, "exp": now + 3600}),
+            ("its exp is not a number of seconds (NumericDate)", {"exp": str(now + 3600)}),
+            ("its exp is not a number of seconds (NumericDate)", {"exp": True}),
+            ("its iat is not a number of seconds (NumericDate)", {"iat": "now", "exp": now + 3600}),
+            ("its nbf is not a number of seconds (NumericDate)", {"nbf": [now], "exp": now + 3600}),
+        ]
+        for reason, times in refused:
+            assert await refusal_of(api, openid.signed({**person, **times})) == f"token refused: {reason}", times
+
+
+async def test_a_sign_in_is_ended_only_by_the_browser_that_began_it(signing_key: str, openid: OpenID) -> None:
+    """Someone who learns the state of bob's sign-in (from a log, a referrer) and calls back with it
+    first, from a browser of their own, is refused; bob's own browser still signs him in with it."""
+    provider = OpenIDProvider(openid.issuer, AUDIENCE)
+    async with serving(None, openid=provider, web_sign_in=WebSignIn(provider, "web", "openid email api")) as api:
+        async with httpx.AsyncClient(follow_redirects=False, timeout=30) as browser, \
+                httpx.AsyncClient(follow_redirects=False, timeout=30) as someone:
+            began = await browser.get(f"{api.base}/auth/sign-in")
+            assert began.status_code == 303, began.text
+            back = await through_login(browser, began, "bob", f"{api.base}/auth/callback")
+            stranger = await someone.get(back)
+            assert stranger.status_code == 400 and "was not started here" in stranger.text
+            someone.cookies.set(LOGIN_COOKIE, "another-state", path="/auth")
+            assert (await someone.get(back)).status_code == 400
+            signed_in = await browser.get(back)
+            assert signed_in.status_code == 303, signed_in.text
+            who = await browser.get(f"{api.base}/auth/session", headers={"Sec-Fetch-Site": "same-origin"})
+    assert who.json()["person"] == BOB
+
+
+async def test_a_key_the_provider_stops_publishing_stops_signing_as_soon_as_its_key_set_says(signing_key: str) -> None:
+    """The provider serves its key set with `Cache-Control: max-age=1`, then retires the key bob's
+    token was signed with: the API fetches the set again when it goes stale and refuses the token."""
+    with running_provider(jwks_max_age=1) as openid:
+        async with serving(None, openid=provider_of(openid)) as api:
+            old = await openid.token_for("bob")
+            async with with_token(api, old) as bob:
+                assert (await bob.get("/me")).json()["person"] == BOB
+                await openid.rotate()
+                assert parts(old)[0]["kid"] in await openid.retire()
+                refused = await eventually(lambda: bob.get("/me"), lambda answer: answer.status_code != 200, timeout=20)
+            assert "a key the provider does not publish" in refused.json()["detail"], refused.text
+            async with with_token(api, await openid.token_for("bob")) as bob:  # the key in use signs on
+                assert (await bob.get("/me")).json()["person"] == BOB
+
+
+async def test_the_web_sign_in_never_signs_in_a_person_of_the_token_file(signing_key: str, openid: OpenID) -> None:
+    """The browser's way in keeps the two kinds of people apart too: a token file that names bob's
+    address (given to the API as it is, not through HITL_API_TOKENS's start check) signs nobody in."""
+    provider = OpenIDProvider(openid.issuer, AUDIENCE)
+    tokens = TokenBook({token_of("bob"): BOB}, "test tokens")
+    async with serving(None, openid=provider, web_sign_in=WebSignIn(provider, "web", "openid email api"),
+                       tokens=tokens) as api:
+        async with httpx.AsyncClient(follow_redirects=False, timeout=30) as browser:
+            began = await browser.get(f"{api.base}/auth/sign-in")
+            back = await through_login(browser, began, "bob", f"{api.base}/auth/callback")
+            refused = await browser.get(back)
+    assert refused.status_code == 401, refused.text
+    assert f"its email '{BOB}' is a person of the token file (HITL_API_TOKENS)" in refused.text

@@ -1,12 +1,16 @@
 // A real OpenID provider for the single sign-on tests (tests/support/openid.py starts it):
 // panva's certified oidc-provider, issuing JWT access tokens (RFC 9068) for resource indicators.
 //
-//   PORT=<port> [ISSUER_PATH=/] [KEYS='{"keys":[...private JWKs...]}'] node oidc_provider.mjs
+//   PORT=<port> [ISSUER_PATH=/] [KEYS='{"keys":[...private JWKs...]}'] [JWKS_MAX_AGE=<seconds>] node oidc_provider.mjs
 //
 // Accounts: any login name at the provider's development login form; ana, bob and carol have
-// an email and groups. Clients: "inbox" (public, PKCE) and "short-lived" (tokens for 6 seconds),
-// both redirecting to REDIRECT_URI, and "web", the web inbox of an API on any loopback port. POST /test/rotate makes a new signing key the one in use (the
-// old one stays published for the tokens it signed). On start it prints one JSON line:
+// a verified email and groups. POST /test/account {"login": ..., "claims": {...}} gives a login
+// the claims its access tokens carry (an unverified email, a preferred_username, ...).
+// Clients: "inbox" (public, PKCE) and "short-lived" (tokens for 6 seconds), both redirecting to
+// REDIRECT_URI, and "web", the web inbox of an API on any loopback port. POST /test/rotate makes
+// a new signing key the one in use (the old one stays published for the tokens it signed);
+// POST /test/retire stops publishing every key but the one in use. With JWKS_MAX_AGE the key set
+// is served with `Cache-Control: max-age=<seconds>`. On start it prints one JSON line:
 // {"issuer": ..., "keys": {...the private key set, for a second provider with the same keys...}}.
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -18,9 +22,9 @@ const issuer = `http://127.0.0.1:${port}`;
 const redirectUri = process.env.REDIRECT_URI || 'http://127.0.0.1/callback';
 const audiences = ['https://hitl.test/api', 'https://elsewhere.test/api'];
 const people = {
-  ana: { email: 'ana@example.com', groups: ['payments', 'staff'] },
-  bob: { email: 'bob@example.com', groups: ['staff'] },
-  carol: { email: 'carol@example.com', groups: [] },
+  ana: { email: 'ana@example.com', email_verified: true, groups: ['payments', 'staff'] },
+  bob: { email: 'bob@example.com', email_verified: true, groups: ['staff'] },
+  carol: { email: 'carol@example.com', email_verified: true, groups: [] },
 };
 
 function newKey() {
@@ -57,11 +61,11 @@ function configuration(keys) {
     scopes: ['openid', 'email', 'api'],
     claims: { openid: ['sub'], email: ['email'], api: ['groups'] },
     findAccount: async (ctx, id) => ({ accountId: id, claims: async () => claimsOf(id) }),
-    // The API's person and groups ride in its access token.
+    // The API's person and groups ride in its access token (every claim of the account but sub).
     extraTokenClaims: async (ctx, token) => {
       if (!token.accountId) return undefined;
-      const { email, groups } = claimsOf(token.accountId);
-      return { email, groups };
+      const { sub, ...claims } = claimsOf(token.accountId);
+      return claims;
     },
     features: {
       devInteractions: { enabled: true },
@@ -84,6 +88,19 @@ function configuration(keys) {
   };
 }
 
+const jwksMaxAge = process.env.JWKS_MAX_AGE;
+
+function answer(res, body) {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+async function jsonBody(req) {
+  let text = '';
+  for await (const chunk of req) text += chunk;
+  return JSON.parse(text);
+}
+
 let keys = process.env.KEYS ? JSON.parse(process.env.KEYS) : { keys: [newKey()] };
 let provider = new Provider(issuer, configuration(keys));
 
@@ -92,9 +109,25 @@ const server = http.createServer((req, res) => {
     // The new key first: the provider signs with the first key of an algorithm.
     keys = { keys: [newKey(), ...keys.keys] };
     provider = new Provider(issuer, configuration(keys));
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ kid: keys.keys[0].kid }));
+    answer(res, { kid: keys.keys[0].kid });
     return;
+  }
+  if (req.method === 'POST' && req.url === '/test/retire') {
+    const retired = keys.keys.slice(1).map((key) => key.kid);
+    keys = { keys: keys.keys.slice(0, 1) };
+    provider = new Provider(issuer, configuration(keys));
+    answer(res, { retired });
+    return;
+  }
+  if (req.method === 'POST' && req.url === '/test/account') {
+    jsonBody(req).then(({ login, claims }) => {
+      people[login] = claims;
+      answer(res, { login });
+    });
+    return;
+  }
+  if (jwksMaxAge !== undefined && req.url.startsWith('/jwks')) {
+    res.setHeader('cache-control', `max-age=${jwksMaxAge}`);
   }
   provider.callback()(req, res);
 });

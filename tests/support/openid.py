@@ -1,7 +1,8 @@
 """A real OpenID provider for the single sign-on tests: tests/js/oidc_provider.mjs (panva's
 certified oidc-provider) as a node process on a free loopback port, and a person's way to a JWT
 access token from it: the authorization code flow with PKCE, through the provider's own login
-and consent pages, as a browser would go.
+and consent pages, as a browser would go. `signed` makes a token the provider never issued but
+its own key signed: claims no provider of sense would put in one (an `exp` of 1e300).
 
 Test modules import the `openid` fixture from here.
 """
@@ -22,6 +23,8 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 
 import httpx2 as httpx
 import pytest
+from joserfc import jwt
+from joserfc.jwk import import_key
 
 from hitl.devserver import free_port
 
@@ -48,19 +51,7 @@ class OpenID:
                 "scope": "openid email api", "resource": resource, "state": secrets.token_urlsafe(8),
                 "code_challenge": challenge, "code_challenge_method": "S256",
             })
-            for _ in range(12):
-                location = answer.headers.get("location", "")
-                if location.startswith(REDIRECT_URI):
-                    break
-                if answer.is_redirect:
-                    answer = await http.get(urljoin(str(answer.url), location))
-                    continue
-                assert answer.status_code == 200, answer.text
-                action = re.search(r'<form[^>]*action="([^"]+)"', answer.text)
-                prompt = re.search(r'name="prompt" value="(\w+)"', answer.text)
-                assert action and prompt, answer.text
-                form = {"prompt": "login", "login": login, "password": "any"} if prompt[1] == "login" else {"prompt": prompt[1]}
-                answer = await http.post(urljoin(str(answer.url), action[1]), data=form)
+            location = await through_login(http, answer, login, REDIRECT_URI)
             query = parse_qs(urlsplit(location).query)
             assert "code" in query, location
             exchanged = await http.post("/token", data={
@@ -69,6 +60,25 @@ class OpenID:
             })
         assert exchanged.status_code == 200, exchanged.text
         return str(exchanged.json()["access_token"])
+
+    def signed(self, claims: dict[str, Any]) -> str:
+        """`claims` as a JWT signed with the provider's first key (published until it is retired)."""
+        private = self.keys["keys"][0]
+        header = {"alg": private["alg"], "kid": private["kid"], "typ": "at+jwt"}
+        return jwt.encode(header, claims, import_key(private), algorithms=[private["alg"]])
+
+    async def add_account(self, login: str, **claims: Any) -> None:
+        """`login` signs in at the provider with these claims in its access tokens (beside `sub`)."""
+        async with httpx.AsyncClient(base_url=self.issuer, timeout=30) as http:
+            answer = await http.post("/test/account", json={"login": login, "claims": claims})
+        assert answer.status_code == 200, answer.text
+
+    async def retire(self) -> list[str]:
+        """The provider publishes only the key it signs with now; the key ids it stopped publishing."""
+        async with httpx.AsyncClient(base_url=self.issuer, timeout=30) as http:
+            answer = await http.post("/test/retire")
+        assert answer.status_code == 200, answer.text
+        return list(answer.json()["retired"])
 
     async def rotate(self) -> str:
         """The provider signs with a new key from now on (the old one stays published); its key id."""
@@ -83,12 +93,34 @@ class OpenID:
             return list((await http.get(discovery["jwks_uri"])).json()["keys"])
 
 
+async def through_login(http: httpx.AsyncClient, answer: httpx.Response, login: str, redirect_uri: str) -> str:
+    """Follow the provider's pages from `answer` as `login` would (sign in, consent) to where it
+    sends the browser back: the redirect URI with the code and state, which is not followed."""
+    for _ in range(12):
+        location = answer.headers.get("location", "")
+        if location.startswith(redirect_uri):
+            return location
+        if answer.is_redirect:
+            answer = await http.get(urljoin(str(answer.url), location))
+            continue
+        assert answer.status_code == 200, answer.text
+        action = re.search(r'<form[^>]*action="([^"]+)"', answer.text)
+        prompt = re.search(r'name="prompt" value="(\w+)"', answer.text)
+        assert action and prompt, answer.text
+        form = {"prompt": "login", "login": login, "password": "any"} if prompt[1] == "login" else {"prompt": prompt[1]}
+        answer = await http.post(urljoin(str(answer.url), action[1]), data=form)
+    raise AssertionError(f"the provider never sent {login} back to {redirect_uri}: {answer.status_code} {answer.url}")
+
+
 @contextmanager
-def running_provider(keys: dict[str, Any] | None = None) -> Iterator[OpenID]:
-    """The provider as a node process on a free port (with `keys`: the same keys as another one)."""
+def running_provider(keys: dict[str, Any] | None = None, *, jwks_max_age: int | None = None) -> Iterator[OpenID]:
+    """The provider as a node process on a free port (with `keys`: the same keys as another one;
+    with `jwks_max_age`: its key set served with that Cache-Control max-age)."""
     environment = {"PORT": str(free_port()), "REDIRECT_URI": REDIRECT_URI, "PATH": "/usr/local/bin:/usr/bin:/bin"}
     if keys is not None:
         environment["KEYS"] = json.dumps(keys)
+    if jwks_max_age is not None:
+        environment["JWKS_MAX_AGE"] = str(jwks_max_age)
     process = subprocess.Popen(["node", "oidc_provider.mjs"], cwd=JS, env=environment,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -44,6 +44,7 @@ LEFT_TO_USER = {
     "HITL_OIDC_GROUPS_CLAIM": "likewise (default groups)",
     "HITL_OIDC_CLIENT_ID": "likewise: the web inbox's client at your provider, for its sign-in",
     "HITL_OIDC_SCOPES": "likewise (default openid email)",
+    "HITL_OIDC_MAX_TOKEN_SECONDS": "likewise (default a day)",
     "HITL_POLICY": "the operator's policy is yours: mount the file on the worker and api services and name it",
     "HITL_CHANNELS": "decision channels are yours: mount the file on the worker, name it, and set the secrets it names",
     "HITL_ALLOWED_HOSTS": "the published port answers to localhost; list your proxy's name if you put one in front",
