@@ -92,8 +92,8 @@ def create_app(
     app = FastAPI(title="hitl-agent", description="A durable human-in-the-loop agent on Temporal",
                   **NATIVE_TELEMETRY_OFF)
     app.state.codec = payload_codec
+    app.state.tokens = tokens if tokens is not None else TokenBook.from_env()
     app.state.openid = OpenIDProvider.from_env() if isinstance(openid, str) else openid
-    app.state.tokens = tokens if tokens is not None else TokenBook.from_env(app.state.openid)
     app.state.web_sign_in = WebSignIn.from_env(app.state.openid) if isinstance(web_sign_in, str) else web_sign_in
     app.state.policy = operator_policy() if isinstance(policy, str) else policy
     app.state.temporal = Temporal(client=client, task_queue=task_queue)

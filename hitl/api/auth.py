@@ -5,9 +5,10 @@ the codec's, `/healthz` and the web page's static files needs
 `Authorization: Bearer <token>`; the person the token names is the `by` of
 everything the caller decides (a `by` in a body is ignored). With an OpenID
 provider configured, its access tokens are accepted beside the file's
-(hitl/api/oidc.py), and the two kinds of people are kept apart: the provider may
-not name a person of the file, and with sign-in by email the file may not name
-an email address (the provider's kind of name).
+(hitl/api/oidc.py). The provider may not name a person of the file by spelling:
+with sign-in by email only a verified address can arrive from it (a file person
+named by that address is the same person, as the operator wrote it); with any
+other claim a provider name the file also holds is refused.
 
 A browser's EventSource cannot send headers, and a bearer token in a URL ends
 up in logs and history. So the page first POSTs (with its bearer token) for a
@@ -51,13 +52,10 @@ class TokenBook:
     source: str
 
     @classmethod
-    def from_env(cls, provider: OpenIDProvider | None = None) -> Followed[TokenBook] | TokenBook:
-        """The file HITL_API_TOKENS names, followed: a token taken out of it stops working at once.
-        With single sign-on (`provider`), a file naming a person the provider could name is refused."""
+    def from_env(cls) -> Followed[TokenBook] | TokenBook:
+        """The file HITL_API_TOKENS names, followed: a token taken out of it stops working at once."""
         path = os.environ.get("HITL_API_TOKENS")
-        if not path:
-            return cls({}, "HITL_API_TOKENS is not set")
-        return Followed.read(Path(path), cls.load if provider is None else lambda at: cls.load(at).apart_from(provider))
+        return Followed.read(Path(path), cls.load) if path else cls({}, "HITL_API_TOKENS is not set")
 
     @classmethod
     def load(cls, path: Path) -> TokenBook:
@@ -76,18 +74,6 @@ class TokenBook:
             if len(token) < 16:
                 raise TokenFileError(f"HITL_API_TOKENS={path}: token {token[:4]}… is shorter than 16 characters; use e.g. `openssl rand -hex 24`")
         return cls(dict(data), str(path))
-
-    def apart_from(self, provider: OpenIDProvider) -> TokenBook:
-        """This book, unless it names someone the provider's tokens could name: they would be two
-        people under one name (and whoever held either credential, both)."""
-        for person in self.people.values():
-            if provider.might_name(person):
-                raise TokenFileError(
-                    f"HITL_API_TOKENS={self.source}: {person!r} is an email address, and single sign-on names people "
-                    f"by their verified email (HITL_OIDC_PERSON_CLAIM={provider.person_claim}); the token file's "
-                    f"people and the provider's are kept apart: name this one otherwise (e.g. "
-                    f"{person.partition('@')[0]!r}), or let them sign in through the provider")
-        return self
 
     def names(self, person: str) -> bool:
         return person in self.people.values()
@@ -148,9 +134,12 @@ async def identity(request: Request, authorization: str | None = Header(default=
 
 def apart_from_the_token_file(request: Request, who: Identity) -> Identity:
     """The provider's person, unless the token file (as it is now) names that person: a provider's
-    name is never a way to become one of the file's people."""
+    name is never a way to become one of the file's people. A verified email address the file
+    also names is the same person: the operator gave that address a token of its own."""
+    provider = openid_provider(request)
+    if provider is not None and provider.might_name(who.person):
+        return who
     if tokens_of(request).names(who.person):
-        provider = openid_provider(request)
         claim = provider.person_claim if provider is not None else "person"
         raise TokenRefused(f"token refused: its {claim} {who.person!r} is a person of the token file (HITL_API_TOKENS); "
                            "the provider's people and the token file's are kept apart")

@@ -225,7 +225,7 @@ class OpenIDProvider:
             raise TokenRefused(f"token refused: its email {email!r} is not an email address")
 
     def might_name(self, person: str) -> bool:
-        """Whether a token of this provider could name `person` (the token file may not: auth.py)."""
+        """Whether `person` is a name only a verified token of this provider could carry (auth.py)."""
         return self.person_claim == "email" and is_email_address(person)
 
     async def key_for(self, kid: Any) -> tuple[Any, str]:

@@ -357,20 +357,15 @@ async def test_a_provider_person_never_becomes_a_token_file_person_by_spelling(
             assert (await someone.get("/me")).json()["person"] == "dave.k"
 
 
-def test_a_token_file_that_names_an_email_address_stops_a_server_that_signs_people_in_by_email(tmp_path: Path) -> None:
-    """The two kinds of people cannot meet: with single sign-on by email, a token-file person named
-    by an email address would be the provider's person of that address; the server says so at start."""
-    tokens = tmp_path / "tokens.json"
-    tokens.write_text(json.dumps({token_of("ana"): "ana@example.com", token_of("ops"): "ops"}))
-    completed = subprocess.run(
-        [sys.executable, "starter.py", "serve", "--port", str(free_port())], cwd=Path(__file__).resolve().parents[2],
-        env={"PATH": "/usr/bin:/bin", "HITL_API_TOKENS": str(tokens), "HITL_OIDC_AUDIENCE": AUDIENCE,
-             "HITL_OIDC_ISSUER": f"http://127.0.0.1:{free_port()}"},
-        capture_output=True, text=True, timeout=60,
-    )
-    assert completed.returncode != 0
-    [line] = [line for line in completed.stderr.splitlines() if line.startswith("error:")]
-    assert "HITL_API_TOKENS" in line and "'ana@example.com' is an email address" in line, completed.stderr
+async def test_a_token_file_person_named_by_a_verified_address_is_the_providers_person(signing_key: str, openid: OpenID) -> None:
+    """With sign-in by email, the operator may give an address a token of its own: a provider token
+    for that verified address is the same person, not refused as a stranger to the file."""
+    tokens = TokenBook({token_of("bob"): BOB, token_of("ops"): "ops"}, "tokens.json")
+    async with serving(None, openid=provider_of(openid), tokens=tokens) as api:
+        async with with_token(api, await openid.token_for("bob")) as bob:
+            assert (await bob.get("/me")).json()["person"] == BOB
+        async with with_token(api, token_of("bob")) as bob_by_file:
+            assert (await bob_by_file.get("/me")).json()["person"] == BOB
 
 
 async def test_a_token_must_end_within_the_longest_lifetime_a_token_may_have(signing_key: str, openid: OpenID) -> None:
@@ -432,15 +427,16 @@ async def test_a_key_the_provider_stops_publishing_stops_signing_as_soon_as_its_
 
 
 async def test_the_web_sign_in_never_signs_in_a_person_of_the_token_file(signing_key: str, openid: OpenID) -> None:
-    """The browser's way in keeps the two kinds of people apart too: a token file that names bob's
-    address (given to the API as it is, not through HITL_API_TOKENS's start check) signs nobody in."""
-    provider = OpenIDProvider(openid.issuer, AUDIENCE)
-    tokens = TokenBook({token_of("bob"): BOB}, "test tokens")
-    async with serving(None, openid=provider, web_sign_in=WebSignIn(provider, "web", "openid email api"),
+    """The browser's way in keeps the two kinds of people apart too: with people named by the
+    provider's own names, a login whose name the token file holds signs nobody in."""
+    await openid.add_account("erin", email="erin@example.com", email_verified=True, preferred_username="ops")
+    provider = OpenIDProvider(openid.issuer, AUDIENCE, person_claim="preferred_username")
+    tokens = TokenBook({token_of("ops"): "ops"}, "test tokens")
+    async with serving(None, openid=provider, web_sign_in=WebSignIn(provider, "web", "openid email profile api"),
                        tokens=tokens) as api:
         async with httpx.AsyncClient(follow_redirects=False, timeout=30) as browser:
             began = await browser.get(f"{api.base}/auth/sign-in")
-            back = await through_login(browser, began, "bob", f"{api.base}/auth/callback")
+            back = await through_login(browser, began, "erin", f"{api.base}/auth/callback")
             refused = await browser.get(back)
     assert refused.status_code == 401, refused.text
-    assert f"its email '{BOB}' is a person of the token file (HITL_API_TOKENS)" in refused.text
+    assert "its preferred_username 'ops' is a person of the token file (HITL_API_TOKENS)" in refused.text
