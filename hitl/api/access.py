@@ -37,6 +37,7 @@ class Policy(Protocol):
     """What the API needs of the operator policy (workflows/policy.py's OperatorPolicy)."""
 
     groups: dict[str, list[str]]
+    operators: list[str]
 
     def expand(self, names: Iterable[str]) -> set[str]: ...
     def as_seen_by(self, person: str, groups: Iterable[str]) -> Policy: ...
@@ -106,6 +107,17 @@ def session_roles(person: str, session: SessionFacts, policy: Policy | None) -> 
 def belongs_to(person: str, session: SessionFacts, policy: Policy | None) -> bool:
     """The session's owner, a participant or an operator: who decides a call that names no approvers."""
     return person == session.owner or person in expanded(session.participants, policy) or is_operator(person, policy)
+
+
+def session_people(session: SessionFacts, policy: Policy | None) -> set[str]:
+    """Everyone `belongs_to` the session, by name: whom a pause that names no approvers waits for."""
+    operators = expanded(policy.operators, policy) if policy is not None else set()
+    return {*([session.owner] if session.owner else []), *expanded(session.participants, policy), *operators}
+
+
+def may_read(person: str, session: SessionFacts, policy: Policy | None) -> bool:
+    """Whether the person may see the session at all (anyone else is told it does not exist)."""
+    return bool(session_roles(person, session, policy) & ACCESS["read"])
 
 
 def decider_refusal(person: str, item: dict[str, Any], session: SessionFacts, policy: Policy | None,
