@@ -1,5 +1,6 @@
-"""Who a notification's card may be shown to: the people who may decide its pause, among those
-who may see its session (docs/interface.md, "Decision channels"; docs/security.md, "Who may see").
+"""Who a notification's card may be shown to: whoever may decide its pause and may see its session.
+
+docs/interface.md, "Slack"; docs/security.md, "Who may see and act on a session".
 
 The rule is the API's own (hitl/api/access.py): a session's readers are its owner, participants,
 the operators and whoever may decide one of its open calls. The worker applies it to what the
