@@ -2,7 +2,7 @@
 
 docs/interface.md, "Slack"; docs/security.md, "Who may see and act on a session".
 
-The rule is the API's own (hitl/api/access.py): a session's readers are its owner, participants,
+The rule is the API's own (hitl/access.py): a session's readers are its owner, participants,
 the operators and whoever may decide one of its open calls. The worker applies it to what the
 workflow told it (the session's owner and participants, the pause and whom it names) and the
 operator's policy as it reads it now (operators, @groups). A pause that names approvers goes to
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 
-from hitl.api.access import SessionFacts, expanded, may_read, session_people
+from hitl.access import SessionFacts, expanded, may_read, session_people
 from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
 from workflows.requests import Notification
 

@@ -40,7 +40,7 @@ import aiosmtplib
 from activities.audience import operator_policy, session_of
 from activities.message_channels import ChannelFailed, MessageChannel, Progress, Saved
 from hitl.channels import Channels
-from hitl.api.access import expanded, may_read
+from hitl.access import expanded, may_read
 from hitl.decision_card import card_html, card_text, title
 from hitl.email_links import LinkClaims, choice_label, choices_of, make_link_token
 from workflows.requests import MessageRef, Notification

@@ -1,5 +1,5 @@
 """Whom a channel shows a pause: those who may decide it among those who may see its session,
-by the API's own access rule (activities/audience.py over hitl/api/access.py)."""
+by the API's own access rule (activities/audience.py over hitl/access.py)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ with one describe, so deciding who may read costs no query and no replay.
 
 Someone with no role at all learns nothing, not even that the session exists:
 the answer is the 404 of an unknown session. Someone who may read but not act
-gets 403 with the reason.
+gets 403 with the reason. The worker's channels read the same table
+(activities/audience.py): a card goes to nobody who may not read its session.
 """
 
 from __future__ import annotations
