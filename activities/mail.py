@@ -37,11 +37,12 @@ from urllib.parse import urlsplit
 
 import aiosmtplib
 
+from activities.audience import operator_policy, session_of
 from activities.message_channels import ChannelFailed, MessageChannel, Progress, Saved
 from hitl.channels import Channels
+from hitl.access import expanded, may_read
 from hitl.decision_card import card_html, card_text, title
 from hitl.email_links import LinkClaims, choice_label, choices_of, make_link_token
-from workflows.policy import PolicyError, policy_from_env
 from workflows.requests import MessageRef, Notification
 
 log = logging.getLogger("hitl.mail")
@@ -169,15 +170,13 @@ class Mailer:
         return message
 
     def recipients(self, notification: Notification) -> dict[str, str]:
+        """The people named (or whoever asked), those of them who may see the session (activities/audience.py)."""
         named = notification.to or [notification.item.get("requested_by") or ""]
-        if any(name.startswith("@") for name in named):
-            try:
-                policy = policy_from_env()
-            except PolicyError as error:
-                log.warning("notify: groups not mailed: %s", error)
-                policy = None
-            named = sorted(policy.expand(named)) if policy else [name for name in named if not name.startswith("@")]
-        return {person: self.addresses[person] for person in named if person in self.addresses}
+        policy = operator_policy()
+        session = session_of(notification)
+        people = sorted(expanded(named, policy))
+        return {person: self.addresses[person] for person in people
+                if person in self.addresses and may_read(person, session, policy)}
 
     def links(self, notification: Notification, person: str, mail: str) -> list[tuple[str, str]]:
         """(label, URL) per choice, each a token for this person's one decision from this mail."""

@@ -26,7 +26,7 @@ from datetime import timedelta
 from activities.message_channels import ChannelFailed, MessageChannel, Progress, each_channel
 from activities.tools.errors import ToolError
 from activities.tools.workspace import NOTIFICATIONS, Workspace
-from activities.webhooks import DeliveryFailed, SignedWebhook, deliver_all, message_id
+from activities.webhooks import DeliveryFailed, SignedWebhook, deliver_all, full_line, message_id
 from workflows.contract import NOTIFY
 from workflows.requests import Notification, NotifyReceipt
 
@@ -55,16 +55,15 @@ class NotifyActivities:
         if notification.event == "settled":
             fail_if_any(await each_channel(self.message_channels, lambda channel: channel.settle(notification, progress, saved)))
             return NotifyReceipt()
-        line = notification.model_dump_json(exclude={"settled", "messages"})
         if not progress.plain_sent:
-            await self._send_plain(line)
+            await self._send_plain(full_line(notification).decode())
             progress.plain_sent = True
             saved()
         undelivered: list[DeliveryFailed] = []
         if self.signed_webhooks:
             info = activity.info()
             message = message_id(notification, info.workflow_run_id or "", info.activity_id)
-            undelivered = await deliver_all(self.signed_webhooks, message, line.encode(), info.attempt)
+            undelivered = await deliver_all(self.signed_webhooks, message, notification, info.attempt)
         fail_if_any([*undelivered, *await each_channel(self.message_channels,
                                                        lambda channel: channel.show(notification, progress, saved))])
         return NotifyReceipt(messages=list(progress.shown.values()))

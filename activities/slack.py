@@ -5,8 +5,10 @@ the pause is settled (docs/interface.md, "Decision channels").
 
 It speaks the Web API through slack_sdk's WebClient at the channels file's `api_url`, with the bot
 token from the variable the file names (read when the worker starts; never in history). A pause
-whose deciders are named reaches each of them that `people` maps to a Slack user, by direct
-message; one anyone may decide reaches the file's `channel`.
+reaches each person who may decide it and may see its session (activities/audience.py) that
+`people` maps to a Slack user, by direct message. A pause that the session's own people decide goes
+instead to the file's `channel` only where the operator said everyone who reads it may see every
+session (`channel_may_see_every_session`): a channel's members are not the session's people.
 
 The messages it posted go back to the workflow as references it signs (channel, ts and an HMAC
 over them with the session and call, under the app's signing secret): the workflow hands them
@@ -28,6 +30,7 @@ from typing import Any, Mapping
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from activities.audience import deciders_who_may_see, names_the_session_people, operator_policy
 from activities.message_channels import ChannelFailed, MessageChannel, Progress, Saved
 from activities.slack_card import card, ended
 from hitl.channels import Channels
@@ -53,7 +56,7 @@ class SlackMessages:
     client: WebClient
     signing_secret: str
     people: dict[str, str]  # person -> Slack user id
-    channel: str
+    shared_channel: str | None  # shown the pauses of the session's own people, when opted in
 
     async def show(self, notification: Notification, progress: Progress, saved: Saved) -> None:
         text, blocks = card(notification)
@@ -79,11 +82,11 @@ class SlackMessages:
             saved()
 
     def recipients(self, notification: Notification) -> list[tuple[str, str]]:
-        """(progress key, where to post): each named person with a Slack id, or the channel."""
-        if not notification.to:
-            return [(f"{self.name}:{notification.event}:#{self.channel}", self.channel)]
+        """(progress key, where to post): the opted-in channel, or each person who may see and decide it."""
+        if self.shared_channel and names_the_session_people(notification):
+            return [(f"{self.name}:{notification.event}:#{self.shared_channel}", self.shared_channel)]
         return [(f"{self.name}:{notification.event}:{person}", self.people[person])
-                for person in dict.fromkeys(notification.to) if person in self.people]
+                for person in deciders_who_may_see(notification, operator_policy()) if person in self.people]
 
     def signature(self, notification: Notification, channel: str, ts: str) -> str:
         about = "\x1f".join((notification.session_id, str(notification.item.get("call_id", "")), channel, ts))
@@ -122,4 +125,4 @@ def slack_messages(channels: Channels, environ: Mapping[str, str]) -> list[Messa
         return []
     people = {person: where.slack for person, where in channels.people.items() if where.slack}
     return [SlackMessages(NAME, slack_client(channels, environ), environ[channels.slack.signing_secret_env],
-                          people, channels.slack.channel)]
+                          people, channels.slack.shared_channel)]

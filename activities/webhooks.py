@@ -1,5 +1,9 @@
 """Notifications POSTed to the webhooks of HITL_CHANNELS, signed as Standard Webhooks sign them.
 
+What a receiver needs to act, by default: the session, the call, its tool and kind, the event,
+its deadline, and where to read the card (`{public_url}/sessions/<id>/pending`, which answers
+only the people who may see it). The arguments, the requester's message and the approvers go only
+to a webhook the operator marked `full_card`: a receiver's logs and queues are not the session's.
 Each carries `webhook-id`, `webhook-timestamp` and `webhook-signature` over the
 notification JSON. The id is the same on every attempt at one notification, so a
 receiver drops the duplicates Temporal's retries may bring; the timestamp is the
@@ -10,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Mapping
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from standardwebhooks.webhooks import EmptyWebhookSecretError, Webhook
 
@@ -25,6 +30,8 @@ from workflows.requests import Notification
 
 log = logging.getLogger("hitl.webhooks")
 TIMEOUT_SECONDS = 10
+MINIMAL_ITEM = ("call_id", "tool", "kind", "deadline")
+NOT_IN_ANY_LINE = {"settled", "messages", "owner", "participants"}  # for choosing who is shown, not for the line
 
 
 class DeliveryFailed(Exception):
@@ -49,10 +56,29 @@ def message_id(notification: Notification, run_id: str, sequence: str) -> str:
     return "msg_" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
 
 
+def full_line(notification: Notification) -> bytes:
+    """The notification as the workspace's line says it: the whole card."""
+    return notification.model_dump_json(exclude=NOT_IN_ANY_LINE).encode()
+
+
+def minimal_line(notification: Notification, public_url: str | None) -> bytes:
+    """What a receiver needs to act on the notification, and where the card is; nothing of what it asks."""
+    item = {key: notification.item[key] for key in MINIMAL_ITEM if key in notification.item}
+    card = {"card_url": f"{public_url.rstrip('/')}/sessions/{quote(notification.session_id, safe='')}/pending"} \
+        if public_url else {}
+    return json.dumps({"session_id": notification.session_id, "event": notification.event,
+                       "at": notification.model_dump(mode="json")["at"], "item": item, **card}).encode()
+
+
 @dataclass(frozen=True)
 class SignedWebhook:
     url: str
     signer: Webhook
+    full_card: bool = False
+    public_url: str | None = None
+
+    def body(self, notification: Notification) -> bytes:
+        return full_line(notification) if self.full_card else minimal_line(notification, self.public_url)
 
     def deliver(self, message: str, body: bytes) -> None:
         now = datetime.now(timezone.utc)
@@ -83,16 +109,17 @@ def signed_webhooks(channels: Channels, environ: Mapping[str, str]) -> list[Sign
         except (ValueError, EmptyWebhookSecretError) as error:
             raise ChannelsError(f"HITL_CHANNELS webhooks.{index}: {hook.secret_env} is not a Standard Webhooks secret "
                                 f"(whsec_ and base64): {type(error).__name__}") from None
-        hooks.append(SignedWebhook(hook.url, signer))
+        hooks.append(SignedWebhook(hook.url, signer, hook.full_card, channels.public_url))
     return hooks
 
 
-async def deliver_all(hooks: list[SignedWebhook], message: str, body: bytes, attempt: int) -> list[DeliveryFailed]:
-    """Every webhook tried at once (a slow one must not use up the others' time); each failure one
-    line in the worker's log, and returned."""
+async def deliver_all(hooks: list[SignedWebhook], message: str, notification: Notification,
+                      attempt: int) -> list[DeliveryFailed]:
+    """Every webhook tried at once (a slow one must not use up the others' time), each sent what it
+    is to be sent; each failure one line in the worker's log, and returned."""
     async def one(hook: SignedWebhook) -> DeliveryFailed | None:
         try:
-            await asyncio.to_thread(hook.deliver, message, body)
+            await asyncio.to_thread(hook.deliver, message, hook.body(notification))
         except DeliveryFailed as failure:
             log.warning("notify: %s (notification %s, attempt %d)%s", failure, message, attempt,
                         "" if failure.final else "; Temporal sends it again with backoff")

@@ -13,6 +13,7 @@ checked so a file written for them is right before they do.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -21,7 +22,7 @@ from typing import Mapping
 from urllib.parse import urlsplit
 
 from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator, model_validator
 
 from workflows.forms import describe_validation_error
 
@@ -37,6 +38,24 @@ def web_address(url: str, schemes: tuple[str, ...] = ("http", "https")) -> str:
     parts = urlsplit(url)
     if parts.scheme not in schemes or not parts.hostname:
         raise ValueError(f"must be a {' or '.join(schemes)} URL with a host")
+    return url
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def private_address(url: str) -> str:
+    """An address that what is sent to it crosses no network in the clear: https, or http to loopback."""
+    web_address(url)
+    parts = urlsplit(url)
+    if parts.scheme == "http" and not is_loopback(parts.hostname or ""):
+        raise ValueError("plain http is taken only to loopback (127.0.0.1, ::1, localhost): use https")
     return url
 
 
@@ -58,13 +77,29 @@ class Person(Part):
 
 
 class SlackChannel(Part):
+    """Slack: each pause as a direct message to each person who may decide it. `channel` is
+    shown the pauses its members may not all see only when the operator says, with
+    `channel_may_see_every_session`, that everyone who reads it may see every session."""
+
     bot_token_env: str
     signing_secret_env: str
-    channel: str = Field(min_length=1)
+    channel: str | None = Field(None, min_length=1)
+    channel_may_see_every_session: StrictBool = False
     api_url: str = "https://slack.com/api/"
 
     check_names = field_validator("bot_token_env", "signing_secret_env")(secret_variable)
-    check_url = field_validator("api_url")(web_address)
+    check_url = field_validator("api_url")(private_address)  # it carries the bot token
+
+    @model_validator(mode="after")
+    def _opt_in_names_its_channel(self) -> "SlackChannel":
+        if self.channel_may_see_every_session and self.channel is None:
+            raise ValueError("channel_may_see_every_session needs the channel it speaks of (channel)")
+        return self
+
+    @property
+    def shared_channel(self) -> str | None:
+        """The channel that cards for the session's own people go to, when the operator opted it in."""
+        return self.channel if self.channel_may_see_every_session else None
 
 
 class EmailChannel(Part):
@@ -88,12 +123,14 @@ class EmailChannel(Part):
 
 
 class WebhookChannel(Part):
-    """An endpoint that receives each notification signed as Standard Webhooks sign it."""
+    """An endpoint that receives each notification signed as Standard Webhooks sign it: what a
+    receiver needs to act (ids, tool, a link to the card), or the whole card with `full_card`."""
 
     url: str
     secret_env: str
+    full_card: StrictBool = False
 
-    check_url = field_validator("url")(web_address)
+    check_url = field_validator("url")(private_address)
     check_name = field_validator("secret_env")(secret_variable)
 
 

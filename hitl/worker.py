@@ -256,6 +256,10 @@ async def main() -> None:
     except (McpConfigError, PolicyError, AgentsError, ChannelsError, KeyConfigError) as error:
         raise SystemExit(f"worker: {error}") from None
     print(f"worker: operator policy: {describe_policy(policy)}")
+    if channels.slack and channels.slack.channel and not channels.slack.shared_channel:
+        print(f"worker: warning: slack.channel {channels.slack.channel} is shown no card: its members may not all see "
+              "every session (say \"channel_may_see_every_session\": true if they may); each pause goes to each "
+              "person who may decide it, directly", file=sys.stderr)
     if agents:
         print(f"worker: agents (HITL_AGENTS): {', '.join(sorted(agents))}")
     try:

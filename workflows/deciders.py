@@ -1,7 +1,7 @@
 """Who may decide an open call: the one rule the workflow, the API and the inboxes all call.
 
 The workflow refuses a decision with it (workflows/pauses.py: the last word), the API refuses
-the request before it reaches the session (hitl/api/access.py), and both inboxes show a person
+the request before it reaches the session (hitl/access.py), and both inboxes show a person
 only the calls that wait for them (hitl/client/inbox.py, hitl/api/inbox.py). One function, so
 that what an inbox lists is what a decision would be allowed to do.
 

@@ -82,6 +82,10 @@ class Notification(BaseModel):
     at: datetime
     settled: SettledNotice | None = None
     messages: list[MessageRef] = Field(default_factory=list)
+    # Who the session's people are, for a channel to show the pause to those alone who may see it
+    # (hitl/access.py's rule). None from a run started before the workflow said so.
+    owner: str | None = None
+    participants: list[str] | None = None
 
 
 class SessionFacts(BaseModel):

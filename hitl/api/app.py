@@ -30,7 +30,7 @@ from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.service import RPCError
 
 from hitl.api import a2a, ag_ui, calls, codec, decide_links, events, inbox, people, sessions, slack, web, web_sign_in as sign_in_routes
-from hitl.api.access import Policy
+from hitl.access import Policy
 from hitl.api.auth import StreamTickets, TokenBook, TokenFileError, hide_queries_from_access_log
 from hitl.api.body_limit import BodyLimit
 from hitl.api.codec import CodecDoor, is_loopback

@@ -30,7 +30,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.background import BackgroundTask
 from temporalio.client import Client, WorkflowHandle
 
-from hitl.api.access import SessionFacts, verdict
+from hitl.access import SessionFacts, verdict
 from hitl.api.auth import TICKET_SECONDS, bearer_token, identity, signed_in, tokens_of
 from hitl.api.oidc import Identity
 from hitl.api.gateway import temporal

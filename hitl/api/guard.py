@@ -1,4 +1,4 @@
-"""The access table (hitl/api/access.py) as FastAPI dependencies: every session route names its action.
+"""The access table (hitl/access.py) as FastAPI dependencies: every session route names its action.
 
 `Depends(allowed("read"))` authenticates the caller, reads the session's facts
 with one describe (its memos: no query, no replay), and answers 404 or 403 from
@@ -17,7 +17,7 @@ from fastapi import Depends, HTTPException, Request
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
-from hitl.api.access import Action, Policy, SessionFacts, may_decide, verdict
+from hitl.access import Action, Policy, SessionFacts, may_decide, verdict
 from hitl.api.auth import caller
 from hitl.api.followed import now
 from hitl.api.gateway import run_query, temporal

@@ -2,7 +2,7 @@
 
 One visibility list and each listed session's memos (`hitl_pending`: its open
 pauses, `hitl_session`: owner and participants): no session is queried. Which
-rows the caller may decide is the access table's (hitl/api/access.py), the same
+rows the caller may decide is the access table's (hitl/access.py), the same
 rule the decision routes apply. A row claimed by someone else stays, marked
 with `claimed_by` and `claim_until`: the claim is bounded, and the others
 should see who holds the call and until when.
@@ -21,7 +21,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from hitl.api.access import Policy, SessionFacts, waits_for_person
+from hitl.access import Policy, SessionFacts, waits_for_person
 from hitl.api.auth import caller
 from hitl.api.gateway import temporal
 from hitl.api.guard import policy_of

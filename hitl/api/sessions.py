@@ -20,7 +20,7 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from hitl.api.access import may_start
+from hitl.access import may_start
 from hitl.api.auth import caller
 from hitl.api.calls import proof_for
 from hitl.api.gateway import Refused, now, run_query, send_signed, send_update, temporal

@@ -42,6 +42,7 @@ SEEN_AT_MOST = 100_000
 EDIT_VIEW = "hitl_edit"
 ARGS_BLOCK, ARGS_INPUT = "hitl_args", "args"
 MODAL_ARGS_CHARS = 3_000  # Slack's cap on a plain-text input's initial value
+NOT_YOURS = "You may not decide this call"
 
 
 @dataclass
@@ -143,7 +144,20 @@ async def clicked(request: Request, door: SlackDoor, payload: dict[str, Any], pe
             return
         await decide(request, session_id, call_id, verb, grant, fields, via="slack")  # type: ignore[arg-type]
     except HTTPException as refused:
-        await door.tell(payload, f"Not decided: {refused.detail}")
+        await door.tell(payload, told_why(refused))
+
+
+def told_why(refused: HTTPException) -> str:
+    """A refusal as the clicker reads it. Someone who may not see the session is told, in words,
+    that they are not among the call's deciders (the API says "unknown session": a card they were
+    shown, in a channel the operator opted in, names it already); the same words for a session
+    that does not exist, so the answer tells nothing of which sessions do."""
+    if refused.status_code == 404 and str(refused.detail).startswith("unknown session"):
+        return (f"{NOT_YOURS}: only the approvers it names may, or, when it names none, its session's owner, "
+                "participants and the operators. Your click decided nothing.")
+    if refused.status_code == 403:
+        return f"{NOT_YOURS}: {refused.detail}. Your click decided nothing."
+    return f"Not decided: {refused.detail}"
 
 
 def edit_view(session_id: str, call_id: str, item: dict[str, Any] | None) -> dict[str, Any]:
@@ -181,7 +195,7 @@ async def edited(request: Request, payload: dict[str, Any], person: str) -> Resp
         grant = await grant_on_call(request, session_id, call_id, person, "approve")
         await decide(request, session_id, call_id, "approve", grant, fields, via="slack")
     except HTTPException as refused:
-        return errors(str(refused.detail))
+        return errors(told_why(refused))
     return Response(status_code=200)
 
 

@@ -3,7 +3,7 @@
 Access is not a fact of the moment a stream opens: an approver may read a
 session only while one of its calls waits for them, the operator's policy may
 change, and a token may be taken away. So a stream asks the access table
-(hitl/api/access.py) again before it hands over each batch of events, from
+(hitl/access.py) again before it hands over each batch of events, from
 facts read after those events were observed (hitl/api/events.py says why that
 order), and ends with a last `end` event when the answer is no. A stream opened
 with an OpenID provider's token also ends when that token expires, events or not.
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
-from hitl.api.access import SessionFacts, verdict
+from hitl.access import SessionFacts, verdict
 from hitl.api.auth import TokenBook
 from hitl.api.oidc import Identity
 from hitl.client.events import SessionEvent

@@ -1,6 +1,6 @@
 """A property of the real API: whatever (person, action, session) is tried, the answer is what
 docs/security.md's "Who may see and act on a session" says, restated here on its own (not read from
-hitl/api/access.py) so the API is checked against the promise, not against itself.
+hitl/access.py) so the API is checked against the promise, not against itself.
 
 The actions are ones that change nothing when allowed (a message or a cancel with a body the route
 then refuses, 422; a decision with stale arguments, 409; a claim for too long, 422), so one set

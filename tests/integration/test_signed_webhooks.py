@@ -27,16 +27,16 @@ from tests.support.stack import ROOT, product_env
 from tests.support.webhook_receiver import Delivery, Receiver, new_webhook_secret, webhook_receiver
 
 
-def channels_file(folder: Path, url: str) -> Path:
+def channels_file(folder: Path, url: str, **hook: object) -> Path:
     path = folder / "channels.json"
     path.write_text(json.dumps({"public_url": "https://hitl.example.com",
-                                "webhooks": [{"url": url, "secret_env": "HITL_WEBHOOK_SECRET"}]}))
+                                "webhooks": [{"url": url, "secret_env": "HITL_WEBHOOK_SECRET", **hook}]}))
     return path
 
 
-def webhooks_to(folder: Path, url: str, secret: str) -> list[SignedWebhook]:
+def webhooks_to(folder: Path, url: str, secret: str, **hook: object) -> list[SignedWebhook]:
     """The worker's webhooks, read as it reads them at start: HITL_CHANNELS and the secret it names."""
-    environ = {"HITL_CHANNELS": str(channels_file(folder, url)), "HITL_WEBHOOK_SECRET": secret}
+    environ = {"HITL_CHANNELS": str(channels_file(folder, url, **hook)), "HITL_WEBHOOK_SECRET": secret}
     return signed_webhooks(channels_from_env(environ), environ)
 
 
@@ -61,23 +61,51 @@ async def test_a_pause_reaches_a_signed_webhook_that_verifies_it(
     env: WorkflowEnvironment, workspace: Path, tmp_path: Path
 ) -> None:
     """Given a webhook in HITL_CHANNELS, when a session pauses for approval, then the endpoint
-    gets the notification once, and it verifies with the endpoint's secret."""
+    gets the notification once, and it verifies with the endpoint's secret. It says what a
+    receiver needs to act (the session, the call, the tool, where the card is) and nothing the
+    session's people alone may read: no arguments, no message, no approvers."""
     secret = new_webhook_secret()
     with webhook_receiver(secret) as receiver:
         async with build_worker(env.client, "signed-hooks", OfflineModel(), workspace,
                                 webhooks=webhooks_to(tmp_path, receiver.url, secret)):
-            session = await Agent(env.client, "signed-hooks", workspace).start("please delete notes.txt")
+            session = await Agent(env.client, "signed-hooks", workspace).start(
+                "please delete notes.txt", approvers={"delete_file": ["ana"]})
             [item] = await pending_items(session)
             await deliveries(receiver, 1)
             await session.signal("cancel", {})
             await session.result()
     [delivery] = receiver.deliveries
     assert delivery.verified and delivery.status == 204
-    assert delivery.notification["event"] == "requested" and delivery.notification["session_id"] == session.id
-    assert delivery.notification["item"]["call_id"] == item["call_id"]
+    assert delivery.notification == {
+        "session_id": session.id, "event": "requested", "at": delivery.notification["at"],
+        "item": {"call_id": item["call_id"], "tool": "delete_file", "kind": "approval", "deadline": item["deadline"]},
+        "card_url": f"https://hitl.example.com/sessions/{session.id}/pending"}
+    for secretive in ("notes.txt", "please delete", "ana"):
+        assert secretive not in delivery.body.decode(), secretive
     assert delivery.id.startswith("msg_")
-    # The workspace's own line is still written, the same notification.
-    assert read_notifications(workspace) == [delivery.notification]
+    # The workspace's own line is still written, the whole card.
+    [line] = read_notifications(workspace)
+    assert line["item"]["args"] == {"path": "notes.txt"} and line["to"] == ["ana"]
+
+
+async def test_a_webhook_the_operator_marked_full_card_gets_the_whole_card(
+    env: WorkflowEnvironment, workspace: Path, tmp_path: Path
+) -> None:
+    """Given a webhook with `full_card: true`, when a session pauses, then it gets the
+    notification the workspace's line holds: arguments, message and approvers with it."""
+    secret = new_webhook_secret()
+    with webhook_receiver(secret) as receiver:
+        async with build_worker(env.client, "full-card-hooks", OfflineModel(), workspace,
+                                webhooks=webhooks_to(tmp_path, receiver.url, secret, full_card=True)):
+            session = await Agent(env.client, "full-card-hooks", workspace).start(
+                "please delete notes.txt", approvers={"delete_file": ["ana"]})
+            await pending_items(session)
+            await deliveries(receiver, 1)
+            await session.signal("cancel", {})
+            await session.result()
+    [delivery] = receiver.deliveries
+    assert delivery.verified and read_notifications(workspace) == [delivery.notification]
+    assert delivery.notification["item"]["args"] == {"path": "notes.txt"} and delivery.notification["to"] == ["ana"]
 
 
 async def test_a_failing_endpoint_gets_the_same_notification_again_until_it_takes_it(

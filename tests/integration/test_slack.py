@@ -29,9 +29,10 @@ from tests.support.api_server import Api, serving, signing_key  # noqa: F401  (f
 from tests.support.sessions import Agent, eventually
 from tests.support.slack_api import BOT_TOKEN, SIGNING_SECRET, SlackApi, click, signed, slack_api, submit_edit
 
-PEOPLE = {"ana": {"slack": "U0ANA"}, "bob": {"slack": "U0BOB"}}
+PEOPLE = {"ana": {"slack": "U0ANA"}, "bob": {"slack": "U0BOB"}, "carol": {"slack": "U0CAROL"}}
 STRANGER = "U0EVE"  # in the Slack workspace, not in HITL_CHANNELS' people
 INTERACTIONS = "/channels/slack/interactions"
+SHARED_CHANNEL = "C0APPROVALS"  # everyone in the workspace reads it
 
 
 @dataclass
@@ -61,13 +62,14 @@ class SlackWorld:
 
 
 @asynccontextmanager
-async def slack_world(env: WorkflowEnvironment, workspace: Path, tmp_path: Path) -> AsyncIterator[SlackWorld]:
+async def slack_world(env: WorkflowEnvironment, workspace: Path, tmp_path: Path,
+                      **slack_options: Any) -> AsyncIterator[SlackWorld]:
     """A worker and an API reading one HITL_CHANNELS with Slack at a loopback Web API."""
     with slack_api() as slack:
         path = tmp_path / "channels.json"
         path.write_text(json.dumps({"people": PEOPLE, "slack": {
             "bot_token_env": "SLACK_BOT_TOKEN", "signing_secret_env": "SLACK_SIGNING_SECRET",
-            "channel": "C0APPROVALS", "api_url": slack.base_url}}))
+            "channel": SHARED_CHANNEL, "api_url": slack.base_url, **slack_options}}))
         environ = {"HITL_CHANNELS": str(path), "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET}
         channels = channels_from_env(environ)
         queue = f"slack-{uuid.uuid4().hex[:8]}"
@@ -138,7 +140,7 @@ async def test_requests_slack_did_not_send_and_people_who_may_not_decide_change_
                                  lambda calls: len(calls) == 2)
         assert [n.arguments["user"] for n in notes] == [STRANGER, "U0BOB"]
         assert "not known" in notes[0].arguments["text"]
-        assert notes[1].arguments["text"].startswith("Not decided:") and "ana" in notes[1].arguments["text"]
+        assert notes[1].arguments["text"].startswith("You may not decide this call: ") and "ana" in notes[1].arguments["text"]
 
         once = signed(payload)
         assert (await world.post(*once)).status_code == 200  # ana's reject, taken
@@ -201,3 +203,72 @@ async def test_a_slack_answering_429_then_500_is_one_line_each_and_one_card(
     assert "chat.postMessage answered 429 (ratelimited)" in lines[0] and "in 1s, as Slack asked" in lines[0]
     assert "chat.postMessage answered 500" in lines[1] and "with backoff" in lines[1]
     assert [call.status for call in world.slack.calls if call.method == "chat.postMessage"] == [429, 500, 200]
+
+
+async def bob_and_ana_are_asked(world: SlackWorld) -> tuple[str, str]:
+    """bob's session, ana a participant, paused on the agent's question (ask_user_question):
+    its deciders are the session's own people, none named."""
+    started = await world.api.start("bob", "book me a flight to Beijing", participants=["ana"])
+    [item] = started["pending"]
+    assert item["kind"] == "question", item
+    return started["session_id"], item["call_id"]
+
+
+def posted_to(world: SlackWorld, channel: str) -> list[Any]:
+    return [call for call in world.slack.answered("chat.postMessage") if call.arguments["channel"] == channel]
+
+
+async def test_a_question_reaches_the_session_people_directly_never_a_shared_channel(
+        env: WorkflowEnvironment, workspace: Path, tmp_path: Path, signing_key: str) -> None:
+    """Given a shared channel the operator did not opt in, when bob's session asks a question
+    that bob and ana (a participant) may answer, then the channel is shown nothing, each of them
+    gets the card in their direct messages, and carol (who may not see the session) gets nothing;
+    once bob answers, both cards say so."""
+    async with slack_world(env, workspace, tmp_path) as world:
+        session, call = await bob_and_ana_are_asked(world)
+        cards = {person: await world.card_for(person) for person in ("bob", "ana")}
+        assert {card["channel"] for card in cards.values()} == {"D0BOB", "D0ANA"}
+        assert "Which city are you departing from?" in json.dumps(cards["ana"]["blocks"])
+        async with world.api.as_("bob") as http:
+            answered = await http.post(f"/sessions/{session}/calls/{call}/answer", json={"answer": "Paris"})
+        assert answered.status_code == 200, answered.text
+        updates = await eventually(lambda: asyncio.sleep(0, world.slack.answered("chat.update")),
+                                   lambda calls: len(calls) >= 2)
+        assert {(u.arguments["channel"], u.arguments["ts"]) for u in updates} == \
+            {(card["channel"], card["ts"]) for card in cards.values()}
+        assert posted_to(world, SHARED_CHANNEL) == [] and posted_to(world, "U0CAROL") == []
+
+
+async def test_a_shared_channel_the_operator_opted_in_gets_the_card_instead(
+        env: WorkflowEnvironment, workspace: Path, tmp_path: Path, signing_key: str) -> None:
+    """Given the channels file saying the shared channel may see every session, when bob's
+    session asks its question, then the card goes to the channel, and to nobody directly."""
+    async with slack_world(env, workspace, tmp_path, channel_may_see_every_session=True) as world:
+        await bob_and_ana_are_asked(world)
+        [shown] = await eventually(lambda: asyncio.sleep(0, posted_to(world, SHARED_CHANNEL)), bool)
+        assert "Which city are you departing from?" in json.dumps(shown.arguments["blocks"])
+        assert len(world.slack.answered("chat.postMessage")) == 1
+
+
+async def test_a_channel_member_who_may_not_decide_is_told_so_in_words_and_decides_nothing(
+        env: WorkflowEnvironment, workspace: Path, tmp_path: Path, signing_key: str) -> None:
+    """Given an opted-in shared channel showing bob's pause (his own people decide it), when
+    carol, whom `people` maps but who is none of the session's people, clicks Approve, then she
+    is told privately that she may not decide this call and why, not "unknown session", and the
+    call still waits."""
+    async with slack_world(env, workspace, tmp_path, channel_may_see_every_session=True) as world:
+        started = await world.api.start("bob", "please delete notes.txt")
+        session = started["session_id"]
+        [shown] = await eventually(lambda: asyncio.sleep(0, posted_to(world, SHARED_CHANNEL)), bool)
+        card = {**shown.arguments, "channel": shown.answer["channel"], "ts": shown.answer["ts"]}
+        assert (await world.click("U0CAROL", card, "approve")).status_code == 200
+        [note] = await eventually(lambda: asyncio.sleep(0, world.slack.answered("chat.postEphemeral")), bool)
+        assert note.arguments["user"] == "U0CAROL" and note.arguments["channel"] == SHARED_CHANNEL
+        text = note.arguments["text"]
+        assert text.startswith("You may not decide this call: ") and "owner, participants" in text, text
+        assert "unknown session" not in text
+        async with world.api.as_("bob") as http:
+            assert [item["call_id"] for item in (await http.get(f"/sessions/{session}/pending")).json()] == \
+                [started["pending"][0]["call_id"]]
+        assert not any(e["event"] in ("approved", "rejected") for e in await world.audit(session))
+        assert (workspace / "notes.txt").exists()

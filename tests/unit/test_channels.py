@@ -45,3 +45,41 @@ def test_a_wrong_part_is_named_in_one_line(text: str, named: str) -> None:
         parse_channels(text, "HITL_CHANNELS=channels.json", {**SECRETS, "S": "whsec_c2VjcmV0"})
     line = str(refused.value)
     assert line.startswith("HITL_CHANNELS=channels.json: ") and named in line and "\n" not in line, line
+
+
+SLACK = '"slack": {"bot_token_env": "SLACK_BOT_TOKEN", "signing_secret_env": "SLACK_SIGNING_SECRET"'
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ('{"webhooks": [{"url": "http://example.com/hooks", "secret_env": "S"}]}',
+     "webhooks.0.url: Value error, plain http is taken only to loopback"),
+    ('{"webhooks": [{"url": "http://10.0.0.7/hooks", "secret_env": "S"}]}', "plain http is taken only to loopback"),
+    ('{"webhooks": [{"url": "https://x.example", "secret_env": "S", "full_card": "yes"}]}', "webhooks.0.full_card"),
+    ("{" + SLACK + ', "api_url": "http://slack.example/api/"}}', "slack.api_url"),
+    ("{" + SLACK + ', "channel_may_see_every_session": true}}', "channel_may_see_every_session needs the channel"),
+    ("{" + SLACK + ', "channel": "C0", "channel_may_see_every_session": "true"}}', "slack.channel_may_see_every_session"),
+    ("{" + SLACK + ', "channel": "C0", "channel_sees_all": true}}', "slack.channel_sees_all: Extra inputs"),
+])
+def test_a_channel_that_would_tell_more_than_it_should_is_refused_in_one_line(text: str, named: str) -> None:
+    """Plain http beyond loopback, and an opt-in that is not a plain true or names no channel,
+    stop the worker with one line naming the part."""
+    with pytest.raises(ChannelsError) as refused:
+        parse_channels(text, "HITL_CHANNELS=channels.json", {**SECRETS, "S": "whsec_c2VjcmV0"})
+    line = str(refused.value)
+    assert line.startswith("HITL_CHANNELS=channels.json: ") and named in line and "\n" not in line, line
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/hooks", "http://[::1]:9/h", "http://localhost/h",
+                                 "https://example.com/h"])
+def test_loopback_http_and_https_webhooks_are_taken(url: str) -> None:
+    text = '{"webhooks": [{"url": "%s", "secret_env": "S"}]}' % url
+    [hook] = parse_channels(text, "HITL_CHANNELS=channels.json", {"S": "whsec_c2VjcmV0"}).webhooks
+    assert hook.url == url and hook.full_card is False
+
+
+def test_a_shared_channel_shows_cards_only_once_the_operator_opts_it_in() -> None:
+    plain = parse_channels("{" + SLACK + ', "channel": "C0"}}', "f", SECRETS).slack
+    opted = parse_channels("{" + SLACK + ', "channel": "C0", "channel_may_see_every_session": true}}', "f", SECRETS).slack
+    bare = parse_channels("{" + SLACK + "}}", "f", SECRETS).slack
+    assert plain and opted and bare
+    assert (plain.shared_channel, opted.shared_channel, bare.shared_channel) == (None, "C0", None)

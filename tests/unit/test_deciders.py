@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hitl.api.access import SessionFacts, verdict, waits_for_person
+from hitl.access import SessionFacts, verdict, waits_for_person
 from hitl.catalog import CATALOG
 from hitl.client.inbox import InboxItem
 from workflows.deciders import DEFAULT_DECIDERS, CallRules, refusal_to_decide, waits_for

@@ -64,7 +64,7 @@ def state_of(status: dict[str, Any], pending: list[dict[str, Any]], cancelled: b
 
 def card_of(item: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
     """One pause as the data part a deciding agent reads; `who_may_decide` names the approvers, or
-    says the session's own people decide a call that names none (hitl/api/access.py); `approving`
+    says the session's own people decide a call that names none (hitl/access.py); `approving`
     and `at_deadline` say what each choice does, as GET /sessions/{id}/pending does."""
     item = with_consequences(item)
     card = {name: item[name] for name in CARD_FIELDS if item.get(name) is not None}

@@ -8,7 +8,8 @@ with one describe, so deciding who may read costs no query and no replay.
 
 Someone with no role at all learns nothing, not even that the session exists:
 the answer is the 404 of an unknown session. Someone who may read but not act
-gets 403 with the reason.
+gets 403 with the reason. The worker's channels read the same table
+(activities/audience.py): a card goes to nobody who may not read its session.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Policy(Protocol):
     """What the API needs of the operator policy (workflows/policy.py's OperatorPolicy)."""
 
     groups: dict[str, list[str]]
+    operators: list[str]
 
     def expand(self, names: Iterable[str]) -> set[str]: ...
     def as_seen_by(self, person: str, groups: Iterable[str]) -> Policy: ...
@@ -106,6 +108,17 @@ def session_roles(person: str, session: SessionFacts, policy: Policy | None) -> 
 def belongs_to(person: str, session: SessionFacts, policy: Policy | None) -> bool:
     """The session's owner, a participant or an operator: who decides a call that names no approvers."""
     return person == session.owner or person in expanded(session.participants, policy) or is_operator(person, policy)
+
+
+def session_people(session: SessionFacts, policy: Policy | None) -> set[str]:
+    """Everyone `belongs_to` the session, by name: whom a pause that names no approvers waits for."""
+    operators = expanded(policy.operators, policy) if policy is not None else set()
+    return {*([session.owner] if session.owner else []), *expanded(session.participants, policy), *operators}
+
+
+def may_read(person: str, session: SessionFacts, policy: Policy | None) -> bool:
+    """Whether the person may see the session at all (anyone else is told it does not exist)."""
+    return bool(session_roles(person, session, policy) & ACCESS["read"])
 
 
 def decider_refusal(person: str, item: dict[str, Any], session: SessionFacts, policy: Policy | None,
