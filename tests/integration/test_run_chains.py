@@ -118,6 +118,33 @@ async def test_mail_links_of_a_closed_session_decide_nothing_in_a_new_one_under_
     assert counted["approvals"] == ["ana"] and (api.agent.workspace / "notes.txt").exists()
 
 
+async def test_a_mail_link_still_decides_after_its_session_handed_over_to_a_new_run(
+    mailing_api: tuple[Api, Inbox]
+) -> None:
+    """A hand-over (continue-as-new) is the same chain of runs: ana's link, mailed in the first run,
+    approves in the next one."""
+    api, inbox = mailing_api
+    started = await api.start("olga", "please delete notes.txt", approvers={"delete_file": ["ana"]},
+                              continue_as_new_after_events=20)
+    session_id = started["session_id"]
+    [links] = await cards_to(inbox, "ana", 1)
+    handle = api.agent.client.get_workflow_handle(session_id)
+    first_run = (await handle.describe()).run_id
+
+    async def nudged() -> str:
+        """Each signal wakes the waiting run; once its history is long, it hands over."""
+        await handle.signal("reject", {"call_id": "nobody-asked"})
+        return (await handle.describe()).run_id
+
+    await eventually(nudged, lambda run_id: run_id != first_run, every=0.2)
+    async with api.as_("ana") as ana:  # the new run has said what waits in it (its memo): ana may see it
+        await eventually(lambda: ana.get(f"/sessions/{session_id}/pending"), lambda answer: answer.status_code == 200)
+    async with httpx.AsyncClient() as web:
+        approved = await web.post(links["Approve"])
+    assert approved.status_code == 200, approved.text
+    await eventually(lambda: asyncio.sleep(0, (api.agent.workspace / "notes.txt").exists()), lambda exists: not exists)
+
+
 async def test_the_api_starts_no_session_under_the_id_of_one_that_exists(mailing_api: tuple[Api, Inbox]) -> None:
     """Given olga's session, POST /sessions under its id answers 409 with one line while it runs and
     once it is closed; the closed session stays hers to read, its history whole."""
