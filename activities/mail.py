@@ -179,8 +179,11 @@ class Mailer:
                 if person in self.addresses and may_read(person, session, policy)}
 
     def links(self, notification: Notification, person: str, mail: str) -> list[tuple[str, str]]:
-        """(label, URL) per choice, each a token for this person's one decision from this mail."""
+        """(label, URL) per choice, each a token for this person's one decision from this mail, in
+        the session's chain of runs (none when the notification does not name it: the inbox decides)."""
         item = notification.item
+        if notification.chain is None:
+            return []
         deadline = item.get("deadline")
         expires = (datetime.fromisoformat(deadline.replace("Z", "+00:00")) if deadline
                    else notification.at + timedelta(days=LINKS_LAST_DAYS))
@@ -188,6 +191,7 @@ class Mailer:
         return [(choice_label(verb, answer), base + make_link_token(self.link_key, LinkClaims(
             person=person, session_id=notification.session_id, call_id=item["call_id"],
             args_sha256=item["args_sha256"], verb=verb, answer=answer, expires=int(expires.timestamp()), mail=mail,
+            chain=notification.chain,
         ))) for verb, answer in choices_of(item)]
 
     def compose(self, notification: Notification, person: str, address: str) -> EmailMessage:

@@ -2,8 +2,9 @@
 
 The card says what the web inbox's card says (docs/interface.md, "The web inbox"): who asked,
 their message, the tool, its arguments, why it needs a person, the deadline; and its choices as
-buttons. Each button's value names the session, the call and the arguments' digest it was shown
-with, so a click on a card whose arguments were edited since is refused as stale. Slack caps a
+buttons. Each button's value names the session and its chain of runs, the call and the arguments'
+digest it was shown with, so a click on a card whose arguments were edited since is refused as
+stale, and one in another session started under the same id decides nothing. Slack caps a
 section's text at 3000 characters and a button's value at 2000: everything is clipped to fit.
 """
 
@@ -58,7 +59,8 @@ def card(notification: Notification) -> tuple[str, list[dict[str, Any]]]:
 
 def choices(notification: Notification) -> list[dict[str, Any]]:
     item = notification.item
-    about = {"session": notification.session_id, "call": item.get("call_id"), "sha": item.get("args_sha256")}
+    about = {"session": notification.session_id, "chain": notification.chain, "call": item.get("call_id"),
+             "sha": item.get("args_sha256")}
     if item.get("kind") == "question":
         offered = [button(choice, f"answer:{index}", {**about, "answer": choice})
                    for index, choice in enumerate((item.get("choices") or [])[:CHOICES_SHOWN])]

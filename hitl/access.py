@@ -59,9 +59,10 @@ class SessionFacts:
     participants: tuple[str, ...] = ()
     pending: tuple[dict[str, Any], ...] = ()
     verified: bool = False
+    chain: str = ""  # the session's chain of runs (its first run's id); "" where it was not read
 
     @classmethod
-    def from_memo(cls, session_id: str, run_id: str, closed: bool, memo: dict[str, Any]) -> SessionFacts:
+    def from_memo(cls, session_id: str, run_id: str, closed: bool, memo: dict[str, Any], chain: str = "") -> SessionFacts:
         about = memo.get("hitl_session")
         about = about if isinstance(about, dict) else {}
         owner = about.get("owner") if isinstance(about.get("owner"), str) else None
@@ -69,7 +70,7 @@ class SessionFacts:
         pending = memo.get("hitl_pending")
         items = tuple(item for item in pending if isinstance(item, dict)) if isinstance(pending, list) else ()
         return cls(session_id, run_id, closed, owner, participants, () if closed else items,
-                   bool(about.get("verified")))
+                   bool(about.get("verified")), chain)
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,12 @@
 The worker makes them when it mails a pause (activities/mail.py); the API checks
 them (hitl/api/decide_links.py) before it decides through `decide()` as the
 person the link names. A token is `m1.<base64url claims JSON>.<base64url HMAC>`
-and binds the person, the session, the call, the arguments' digest, the choice
-and the pause's deadline; every link of one mail shares the mail's `mail` id,
-which the API uses up with the first decision made from that mail.
+and binds the person, the session and its chain of runs, the call, the
+arguments' digest, the choice and the pause's deadline; every link of one mail
+shares the mail's `mail` id, which the API uses up with the first decision made
+from that mail. The chain is the session's first run's id (a hand-over keeps
+it): a session closed and started again under the same id is another chain,
+where the link decides nothing.
 
 The key is its own: HKDF-SHA256 of the decision-signing seed with a label of
 its own (hitl/decision_keys.py, `email_link_key`), so it is never the key that
@@ -54,6 +57,9 @@ class LinkClaims(BaseModel):
     answer: str | None = None  # the question's choice, for `answer`
     expires: int  # unix seconds: the pause's deadline
     mail: str  # the id of the mail the link came in: one decision per mail
+    # The session's chain of runs the pause was in (its first run's id). Absent in links made
+    # before links named it: those decide nothing.
+    chain: str | None = None
 
     @property
     def choice(self) -> str:

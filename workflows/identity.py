@@ -51,10 +51,16 @@ class RunCheck:
     no decision in it; after a reset, pending calls wait for a new decision. A reset run replays,
     under its new id, what the old run accepted; `refused_before(nonce)` says whether this very
     refusal was recorded when it first happened (AgentWorkflow.run_check), so a replay accepts
-    and refuses exactly as the run did."""
+    and refuses exactly as the run did.
+
+    `chain`, on runs since proofs name it (workflows/patches.py), is the session's chain of runs
+    (its first run's id, kept by a hand-over and by a reset alike): a proof must name it, so a
+    decision issued in another chain under the same id (a mail link, a Slack button the API was
+    asked to sign for) is none here. None: not checked."""
 
     run_id: str
     refused_before: Callable[[str], bool]
+    chain: str | None = None
 
 
 class Verifier(BaseModel):
@@ -133,9 +139,20 @@ class Verifier(BaseModel):
         if claims.decision_sha256 != digest:
             raise ProofRefusal("the proof was made for another decision: its comment, remember, result, reason, "
                                "answer or arguments differ")
+        self.refuse_other_chain(claims, run)
         if run is not None and claims.run_id != run.run_id and run.refused_before(claims.nonce):
             raise ProofRefusal("the proof was made for another run of this session (it was reset, started "
                                "again or handed over since); decide again", code="stale_run")
+
+    @staticmethod
+    def refuse_other_chain(claims: DecisionClaims, run: RunCheck | None) -> None:
+        """On runs that check it, a proof counts only in the session's chain of runs it names."""
+        if run is None or run.chain is None or claims.chain == run.chain:
+            return
+        if claims.chain is None:
+            raise ProofRefusal("the proof does not name the session's chain of runs; ask the API for a new one")
+        raise ProofRefusal("the proof was made for another session under this id (another chain of runs): "
+                           "it decides nothing in this one")
 
     def signed_claims(self, proof: str | None, what: str, now: datetime) -> DecisionClaims:
         """What a proof vouches for, if a trusted key signed it and it is fresh."""

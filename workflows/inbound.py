@@ -98,10 +98,14 @@ class Inbound(AgentParts):
         A reset run replays, under its new run id, decisions the run it came from accepted; a
         refusal for another run is therefore recorded (a patch marker named by the proof), and on
         replay a proof for another run is refused exactly where such a marker was recorded. A
-        validator records nothing (it commands nothing): there a proof for another run is refused."""
+        validator records nothing (it commands nothing): there a proof for another run is refused.
+        A proof for another chain of runs is refused alike on replay: the chain is the same in
+        every run of it, a reset's too."""
         def refused_before(nonce: str) -> bool:
             return workflow.patched(f"hitl-proof-for-another-run-{nonce[:32]}") if recording else True
-        return RunCheck(run_id=workflow.info().run_id, refused_before=refused_before)
+        info = workflow.info()
+        chain = info.first_execution_run_id if self.behaviours.proofs_name_their_chain else None
+        return RunCheck(run_id=info.run_id, refused_before=refused_before, chain=chain)
 
     def decide(self, verb: str, payload: Any) -> tuple[Verdict, SpentProof | None]:
         """The one rule book for decisions, shared by signals and Update validators."""

@@ -62,8 +62,14 @@ SETTLES_AFTER_QUEUED_MESSAGES = "wait-until-settled-after-queued-messages"
 # Runs whose notifications name the session's owner and participants, so a channel shows a pause
 # only to people who may see the session (activities/audience.py), and a pause that names no
 # approvers reaches each of them directly. Before it, a notification named only the approvers, and
-# such a pause went to a channel shared by people who may not see it. The newest, asked at run start.
+# such a pause went to a channel shared by people who may not see it. Asked at run start.
 NOTICES_NAME_SESSION_PEOPLE = "notifications-name-the-session-people"
+
+# Runs whose decision proofs must name the session's chain of runs (DecisionClaims.chain, checked
+# against workflow.info().first_execution_run_id: workflows/identity.py, RunCheck), so a decision
+# issued in another session under the same id (a mail link, a Slack button) is refused here even if
+# the API signed it. Before it, a proof named its run and not its chain. The newest, asked at run start.
+PROOFS_NAME_THEIR_CHAIN = "decision-proofs-name-their-chain-of-runs"
 
 # Asked only where a tool activity ends with its MCP server's question (input_required, an
 # ApplicationError of type InputRequired): since, a question pause is opened and the call is retried
@@ -75,6 +81,7 @@ TOOL_INPUT_AS_A_PAUSE = "mcp-input-required-as-a-question-pause"
 # behaviour it brought: a run that has one has every older one, and none of the newer. A run that
 # has none is of the first supported build.
 RUN_START_PATCHES: tuple[tuple[str, str], ...] = (
+    (PROOFS_NAME_THEIR_CHAIN, "proofs_name_their_chain"),
     (NOTICES_NAME_SESSION_PEOPLE, "notices_name_session_people"),
     (SETTLES_AFTER_QUEUED_MESSAGES, "settles_after_queued_messages"),
     (CHILDREN_ASKED_AND_AUDITED, "tree_asked_and_audited"),
@@ -90,6 +97,7 @@ class Behaviours:
     tree_asked_and_audited: bool = True
     settles_after_queued_messages: bool = True
     notices_name_session_people: bool = True
+    proofs_name_their_chain: bool = True
 
     @classmethod
     def at_run_start(cls) -> Behaviours:

@@ -4,9 +4,10 @@ Anyone who reaches the Temporal frontend can send `approve` with `by: "ana"`.
 On a session started with `verified_decisions`, a decision counts only when it
 carries a proof: an Ed25519 signature, made by the API for the person behind
 a bearer token, over the session, the call, the verb, the person and the hash
-of the arguments the decision is about. The workflow checks it with public keys
-recorded in its history (no secret ever reaches Temporal), refuses it when it
-is stale, and accepts each proof once.
+of the arguments the decision is about, in the run and the chain of runs it was
+made for. The workflow checks it with public keys recorded in its history (no
+secret ever reaches Temporal), refuses it when it is stale, and accepts each
+proof once.
 
 The token is `v1.<key id>.<base64url claims JSON>.<base64url signature>`.
 Signing and checking are pure functions, shared by the API and the workflow.
@@ -54,6 +55,11 @@ class DecisionClaims(BaseModel):
     # The run it was made for: a reset, or a session started again under the same id, is another
     # run, where it is no decision (workflows/identity.py, RunCheck). Absent in older proofs.
     run_id: str | None = None
+    # The session's chain of runs it was made in (its first run's id, which a hand-over and a reset
+    # keep): a session closed and started again under its id is another chain, where it is no
+    # decision, even when a mail link or a Slack button issued in the old one asks the API to sign it.
+    # Absent in older proofs.
+    chain: str | None = None
     # The groups the API's identity provider vouched for, as the operator's policy reads them (its
     # `groups_from_identity`): a call naming one of them as approvers is the person's to decide.
     # Absent unless the policy takes groups from identity.
@@ -77,14 +83,14 @@ def public_key_b64(key: Ed25519PrivateKey) -> str:
 def sign_decision(
     key: Ed25519PrivateKey, key_id: str, *, session_id: str, call_id: str, action: ProofAction, by: str,
     args_sha256: str, now: datetime | None = None, decision_sha256: str | None = None,
-    run_id: str | None = None, groups: list[str] | None = None,
+    run_id: str | None = None, chain: str | None = None, groups: list[str] | None = None,
 ) -> str:
     """The `proof` a decision carries, for `by`, about this session, call, verb, arguments and the
     whole decision."""
     claims = DecisionClaims(
         session_id=session_id, call_id=call_id, action=action, by=by, args_sha256=args_sha256,
         nonce=secrets.token_hex(16), issued_at=int((now or datetime.now(timezone.utc)).timestamp()),
-        decision_sha256=decision_sha256, run_id=run_id, groups=groups,
+        decision_sha256=decision_sha256, run_id=run_id, chain=chain, groups=groups,
     )
     body = _b64(json.dumps(claims.model_dump(exclude_none=True), sort_keys=True, separators=(",", ":")).encode())
     signed = f"{VERSION}.{key_id}.{body}".encode()

@@ -80,6 +80,9 @@ class Notification(BaseModel):
     item: dict[str, Any]
     to: list[str]
     at: datetime
+    # The session's chain of runs (its first run's id): what a channel issues to decide the pause
+    # (a mail link, a Slack button) names it, and counts in no other session under the same id.
+    chain: str | None = None
     settled: SettledNotice | None = None
     messages: list[MessageRef] = Field(default_factory=list)
     # Who the session's people are, for a channel to show the pause to those alone who may see it

@@ -207,9 +207,10 @@ class Waiting(AgentParts):
     def notify(self, event: str, item: PendingCall, to: list[str] | None = None) -> None:
         """Tell people a pause needs them; a failed notification never blocks the session."""
         named = self.behaviours.notices_name_session_people
+        info = workflow.info()
         notification = Notification(
-            session_id=workflow.info().workflow_id, event=event, item=item.view(),
-            to=to or item.approvers or [], at=workflow.now(),
+            session_id=info.workflow_id, event=event, item=item.view(),
+            to=to or item.approvers or [], at=workflow.now(), chain=info.first_execution_run_id,
             owner=self.config.by if named else None, participants=list(self.config.participants) if named else None,
         )
         call_id = item.call_id

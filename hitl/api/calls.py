@@ -14,7 +14,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from hitl.api.gateway import now, send_signed
+from hitl.api.gateway import Run, now, send_signed
 from hitl.api.guard import Grant, allowed_on_call, policy_of
 from workflows.contract import INBOUND
 from workflows.decisions import CLAIM_SECONDS_AT_MOST, Refusal, parse_decision
@@ -63,26 +63,30 @@ class ClaimBody(BaseModel):
 
 
 def proof_for(request: Request, session_id: str, call_id: str, verb: ProofAction, person: str, sha: str,
-              decision_sha256: str, run_id: str) -> str:
-    """A proof for `person`, bound to this run of the session, this call and verb, the arguments
-    the person saw and the whole decision (workflows/proofs.py)."""
+              decision_sha256: str, run: Run) -> str:
+    """A proof for `person`, bound to this run of the session and its chain of runs, this call and
+    verb, the arguments the person saw and the whole decision (workflows/proofs.py)."""
     key_id, key = request.app.state.signer()
     policy = policy_of(request)
     # The groups the caller's OpenID token vouched for reach the session only in their proof.
     groups = policy.groups_of(person) if policy is not None and getattr(policy, "groups_from_identity", False) else None
     return sign_decision(key, key_id, session_id=session_id, call_id=call_id, action=verb, by=person,
-                         args_sha256=sha, now=now(), decision_sha256=decision_sha256, run_id=run_id,
-                         groups=groups or None)
+                         args_sha256=sha, now=now(), decision_sha256=decision_sha256, run_id=run.run_id,
+                         chain=run.chain, groups=groups or None)
 
 
 async def decide(request: Request, session_id: str, call_id: str, verb: Verb, grant: Grant,
-                 fields: dict[str, Any], via: str = "api") -> dict[str, Any]:
+                 fields: dict[str, Any], via: str = "api", issued_in: str | None = None) -> dict[str, Any]:
     """The decision through the session's validated Update, once the access table allowed it
     (`allowed_on_call`: the session checks again, it is the authority). `via` names the door
     (the API, a channel, a protocol) in the audit; the proof binds it with the rest. A child's call
-    listed by its root goes to the child, signed for the child: the grant names it (allowed_on_call)."""
+    listed by its root goes to the child, signed for the child: the grant names it (allowed_on_call).
+    `issued_in`: the chain of runs of `session_id` a mail link or a Slack button was issued in; a
+    session of another chain under that id is not signed for (grant_on_call checked it first)."""
     item, person = grant.item, grant.person
     assert item is not None  # allowed_on_call found it
+    if grant.session.session_id != session_id:
+        issued_in = None  # a child's call: its root's chain was checked where the grant was made
     session_id, call_id = grant.session.session_id, item["call_id"]
     edited = fields.get("args")
     sha = args_sha256(edited) if verb == "approve" and edited is not None else item["args_sha256"]
@@ -91,8 +95,8 @@ async def decide(request: Request, session_id: str, call_id: str, verb: Verb, gr
         digest = parse_decision(verb, payload).digest()
     except Refusal as refusal:
         raise HTTPException(422, str(refusal)) from None
-    return await send_signed(request, session_id, INBOUND[verb].update, payload, lambda run_id: proof_for(
-        request, session_id, call_id, verb, person, sha, digest, run_id))
+    return await send_signed(request, session_id, INBOUND[verb].update, payload, lambda run: proof_for(
+        request, session_id, call_id, verb, person, sha, digest, run), issued_in)
 
 
 def given(body: BaseModel) -> dict[str, Any]:

@@ -6,6 +6,11 @@ card and one button. The button POSTs to the same address and decides through
 `decide()` (hitl/api/calls.py) with `via="email"`, after the same access table
 and call rules as the API (`grant_on_call`), as the person the link names.
 
+A link counts only in the chain of runs it was issued in (the session's first
+run's id, which a hand-over keeps): a session closed and started again under
+the link's id is another chain, and there the link decides nothing (410, opened
+or pressed), nor does the API sign a proof for it (`send_signed`'s `issued_in`).
+
 CSRF: nothing here reads a cookie or any credential the browser adds by itself;
 the only credential is the token in the address the form posts to, which a
 forging site cannot know (256 bits of HMAC). A cross-site POST without it is an
@@ -28,7 +33,8 @@ from fastapi.responses import HTMLResponse
 
 from hitl.api.calls import decide
 from hitl.api.decide_page import confirm, decided, refused
-from hitl.api.guard import Grant, grant_on_call, pending_item
+from hitl.api.gateway import refuse_other_chain
+from hitl.api.guard import Grant, grant_on_call, pending_item, session_facts
 from hitl.decision_keys import link_key_of
 from hitl.email_links import LinkClaims, LinkRefused, call_of, read_link_token
 
@@ -68,6 +74,18 @@ def claims_of(request: Request, token: str) -> LinkClaims:
     return read_link_token(link_key_of(key), token, time.time())
 
 
+async def in_its_chain(request: Request, claims: LinkClaims) -> None:
+    """LinkRefused unless the session under the link's id is the chain of runs it was issued in:
+    before anything else is said about the call, which may be another session's by now."""
+    if claims.chain is None:
+        raise LinkRefused(410, "this link was made before links named the run of their session: it decides "
+                               "nothing; decide in the inbox")
+    try:
+        refuse_other_chain(claims.session_id, claims.chain, (await session_facts(request, claims.session_id)).chain)
+    except HTTPException as refusal:
+        raise LinkRefused(refusal.status_code, str(refusal.detail)) from None
+
+
 async def settled_refusal(request: Request, claims: LinkClaims, why: str) -> LinkRefused | None:
     """`why`, and how the call was settled (409), or that it waits no more (410); None while it waits."""
     try:
@@ -89,7 +107,8 @@ async def granted(request: Request, claims: LinkClaims) -> Grant:
     if request.app.state.used_links.was_used(claims.mail):
         raise await used_refusal(request, claims)
     try:
-        grant = await grant_on_call(request, claims.session_id, claims.call_id, claims.person, claims.verb)
+        grant = await grant_on_call(request, claims.session_id, claims.call_id, claims.person, claims.verb,
+                                    issued_in=claims.chain)
     except HTTPException as refusal:
         # Once settled, the call is no longer the person's to read (404): the link still says who settled it.
         settled = await settled_refusal(request, claims, "") if refusal.status_code == 404 else None
@@ -105,6 +124,7 @@ async def show(token: str, request: Request) -> HTMLResponse:
     """The card and one button; nothing is decided."""
     try:
         claims = claims_of(request, token)
+        await in_its_chain(request, claims)
         grant = await granted(request, claims)
     except LinkRefused as refusal:
         return refused(refusal.status, str(refusal))
@@ -118,6 +138,7 @@ async def decide_by_link(token: str, request: Request) -> HTMLResponse:
     used: UsedLinks = request.app.state.used_links
     try:
         claims = claims_of(request, token)
+        await in_its_chain(request, claims)
         if not used.take(claims.mail):
             raise await used_refusal(request, claims)
     except LinkRefused as refusal:
@@ -125,7 +146,8 @@ async def decide_by_link(token: str, request: Request) -> HTMLResponse:
     made = False
     try:
         grant = await granted(request, claims)
-        await decide(request, claims.session_id, claims.call_id, claims.verb, grant, fields_of(claims), via="email")
+        await decide(request, claims.session_id, claims.call_id, claims.verb, grant, fields_of(claims), via="email",
+                     issued_in=claims.chain)
         made = True
     except LinkRefused as refusal:
         return refused(refusal.status, str(refusal))

@@ -13,7 +13,9 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from fastapi import HTTPException, Request
-from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client, WorkflowExecutionDescription, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError,
+)
 from temporalio.service import RPCError, RPCStatusCode
 
 from hitl.client.queries import query_now
@@ -73,9 +75,32 @@ async def handle_of(request: Request, session_id: str) -> WorkflowHandle[Any, An
     return (await temporal(request).get()).get_workflow_handle(session_id)
 
 
-async def run_of(request: Request, session_id: str) -> str:
-    """The session's current run, which every proof names: a reset, or a session started again
-    under the same id, is another run (workflows/identity.py, RunCheck)."""
+@dataclass(frozen=True)
+class Run:
+    """A session's current run, and its chain of runs: the id of the chain's first run, which a
+    hand-over (continue-as-new) and a reset keep, and a session started again under the same id
+    does not."""
+
+    run_id: str
+    chain: str
+
+
+def chain_of(description: WorkflowExecutionDescription) -> str:
+    """The chain of runs a described run belongs to (its own id on a server that does not say)."""
+    return description.raw_description.workflow_execution_info.first_run_id or description.run_id or ""
+
+
+def refuse_other_chain(session_id: str, issued_in: str | None, chain: str) -> None:
+    """410 for what was issued in another chain of runs under this id (a mail link, a Slack button of
+    an earlier session, since ended); nothing when `issued_in` is None (a door that names no chain)."""
+    if issued_in is not None and issued_in != chain:
+        raise HTTPException(410, f"this was issued for an earlier session under the id {session_id!r}, which has "
+                                 "ended: it decides nothing in the session now under that id")
+
+
+async def run_of(request: Request, session_id: str) -> Run:
+    """The session's current run and chain, which every proof names: a reset is another run, a
+    session started again under the same id another chain (workflows/identity.py, RunCheck)."""
     handle = await handle_of(request, session_id)
     try:
         described = await handle.describe()
@@ -83,16 +108,20 @@ async def run_of(request: Request, session_id: str) -> str:
         if error.status == RPCStatusCode.NOT_FOUND:
             raise HTTPException(404, f"unknown session {session_id!r}") from None
         raise
-    return described.run_id
+    return Run(described.run_id or "", chain_of(described))
 
 
 async def send_signed(request: Request, session_id: str, update: Update[Any, Any], payload: dict[str, Any],
-                      sign: Callable[[str], str]) -> Any:
-    """An Update whose proof names the session's current run; signed again, for the new run, when
-    the session handed over (continue-as-new) between the signature and its arrival."""
+                      sign: Callable[[Run], str], issued_in: str | None = None) -> Any:
+    """An Update whose proof names the session's current run and chain; signed again, for the new
+    run, when the session handed over (continue-as-new) between the signature and its arrival.
+    With `issued_in` (the chain a mail link or a Slack button was issued in), nothing is signed
+    for a session of another chain (410)."""
     for attempt in range(3):
+        run = await run_of(request, session_id)
+        refuse_other_chain(session_id, issued_in, run.chain)
         try:
-            return await send_update(request, session_id, update, {**payload, "proof": sign(await run_of(request, session_id))})
+            return await send_update(request, session_id, update, {**payload, "proof": sign(run)})
         except Refused as refused:
             if refused.code != "stale_run" or attempt == 2:
                 raise

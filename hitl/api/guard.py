@@ -20,7 +20,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from hitl.access import Action, Policy, SessionFacts, may_decide, verdict
 from hitl.api.auth import caller
 from hitl.api.followed import now
-from hitl.api.gateway import run_query, temporal
+from hitl.api.gateway import chain_of, refuse_other_chain, run_query, temporal
 from hitl.client.sessions import read_all
 from workflows.contract import AUDIT_PAGE, PENDING
 
@@ -84,7 +84,7 @@ async def facts_from(session_id: str, description: WorkflowExecutionDescription)
         except Exception:
             memo[key] = None
     closed = description.status != WorkflowExecutionStatus.RUNNING
-    return SessionFacts.from_memo(session_id, description.run_id or "", closed, memo)
+    return SessionFacts.from_memo(session_id, description.run_id or "", closed, memo, chain_of(description))
 
 
 async def child_facts(request: Request, session_id: str, person: str) -> SessionFacts:
@@ -123,8 +123,8 @@ async def descendant_facts(request: Request, root: str, session_id: str) -> Sess
 async def chain_start(client: Client, session_id: str) -> datetime:
     """When the session's chain of runs (its first run, continued as new since) began."""
     newest = await described(client.get_workflow_handle(session_id))
-    first = newest.raw_description.workflow_execution_info.first_run_id
-    if not first or first == newest.run_id:
+    first = chain_of(newest)
+    if first == newest.run_id:
         return newest.start_time
     return (await described(client.get_workflow_handle(session_id, run_id=first))).start_time
 
@@ -172,12 +172,15 @@ def allowed_on_call(verb: str) -> Callable[..., Any]:
     return grant
 
 
-async def grant_on_call(request: Request, session_id: str, call_id: str, person: str, verb: str) -> Grant:
+async def grant_on_call(request: Request, session_id: str, call_id: str, person: str, verb: str,
+                        issued_in: str | None = None) -> Grant:
     """What `allowed_on_call` checks, for a person a door has proven otherwise than by a bearer
     token (a Slack user that `people` maps, hitl/api/slack.py; an email link's person,
-    hitl/api/decide_links.py)."""
+    hitl/api/decide_links.py). `issued_in`: the chain of runs the link or button was issued in;
+    a session of another chain under the same id answers 410."""
     action: Action = "claim" if verb in ("claim", "release") else "decide"
     session = await session_facts(request, session_id)
+    refuse_other_chain(session_id, issued_in, session.chain)
     policy = policy_of(request)
     if not verdict(person, "read", session, policy).allowed:
         return await grant_below_for_outsider(request, session, call_id, person, verb)

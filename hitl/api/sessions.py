@@ -2,7 +2,9 @@
 
 `POST /sessions` starts the workflow and sends it the `wait_until_settled`
 Update in one request (update-with-start), so the 201 carries the first pause
-or the first answer: the caller needs no polling loop.
+or the first answer: the caller needs no polling loop. It never starts one under
+the id of a session that exists, running or closed (409): Temporal refuses it
+(the id conflict and id reuse policies), so two requests cannot race past a check.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from fastapi import APIRouter, Body, Depends, HTTPException, Request
 from starlette.convertors import PathConvertor, register_url_convertor
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from temporalio.client import Client, WithStartWorkflowOperation, WorkflowFailureError, WorkflowUpdateFailedError
-from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
@@ -142,7 +144,9 @@ async def start_session(request: Request, body: dict[str, Any] = Body(...), pers
     summary, details = session_summary(workflow_input, session_id, started_with="the HTTP API", encrypted=ENCRYPTED)
     start = WithStartWorkflowOperation(  # type: ignore[call-overload]  # plain payloads, not str: see hitl/client/summary.py
         WORKFLOW, workflow_input, id=session_id, task_queue=await gateway.queue(), result_type=WORKFLOW_RESULT,
-        id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+        # A closed session's id is not used again either: its owner keeps its history, and what was
+        # issued for it (mail links, Slack buttons) could be taken for the new session's.
+        id_conflict_policy=WorkflowIDConflictPolicy.FAIL, id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
         static_summary=summary, static_details=details,
         memo={SESSION_MEMO: session_memo(workflow_input)},
     )
@@ -153,7 +157,8 @@ async def start_session(request: Request, body: dict[str, Any] = Body(...), pers
                 WAIT_UNTIL_SETTLED.name, {}, start_workflow_operation=start
             )
     except WorkflowAlreadyStartedError:
-        raise HTTPException(409, f"session {session_id!r} already exists") from None
+        raise HTTPException(409, f"session {session_id!r} already exists (running or closed): a session's id is "
+                                 "never used again; choose another") from None
     except WorkflowUpdateFailedError as error:
         raise HTTPException(422, await why_it_ended(client, session_id) or reason_of(error)) from None
     except RPCError as error:
@@ -227,8 +232,8 @@ async def send_message(session_id: str, body: Message, request: Request,
         raise HTTPException(422, f"malformed user_message: {describe_validation_error(error)}") from None
     accepted = await send_signed(
         request, session_id, USER_MESSAGE.update, message.model_dump(exclude={"proof"}),
-        lambda run_id: proof_for(request, session_id, MESSAGE_CALL_ID, "message", person,
-                                 args_sha256({"text": body.text}), message_digest(message), run_id))
+        lambda run: proof_for(request, session_id, MESSAGE_CALL_ID, "message", person,
+                              args_sha256({"text": body.text}), message_digest(message), run))
     if not body.wait:
         return accepted
     settled = await settle(request, session_id, accepted.get("event", 0))

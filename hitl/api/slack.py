@@ -11,6 +11,8 @@ same `decide()` with `via="slack"`: the session itself judges approvers, N-of-M,
 policy. A refusal is told to the clicker privately; Slack gets a 200 either way, as it expects.
 Edit opens a modal with the arguments; its submission is decided like an approval with edited
 arguments, and arguments the tool refuses are shown in the modal (`response_action: errors`).
+A button (and the modal it opens) names the session's chain of runs it was shown in
+(activities/slack_card.py): in another session under the same id it decides nothing.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ EDIT_VIEW = "hitl_edit"
 ARGS_BLOCK, ARGS_INPUT = "hitl_args", "args"
 MODAL_ARGS_CHARS = 3_000  # Slack's cap on a plain-text input's initial value
 NOT_YOURS = "You may not decide this call"
+UNCHAINED = ("this card was made before cards named the run of their session: it decides nothing; "
+             "decide in the inbox")
 
 
 @dataclass
@@ -127,9 +131,12 @@ async def clicked(request: Request, door: SlackDoor, payload: dict[str, Any], pe
     try:
         [action] = payload["actions"]
         action_id, about = action["action_id"], json.loads(action["value"])
-        session_id, call_id, sha = about["session"], about["call"], about.get("sha")
+        session_id, call_id, sha, chain = about["session"], about["call"], about.get("sha"), about.get("chain")
     except (ValueError, KeyError, TypeError):
         await door.tell(payload, "This button is not one of this agent's.")
+        return
+    if not isinstance(chain, str):
+        await door.tell(payload, f"Not decided: {UNCHAINED}.")
         return
     verb = "answer" if action_id.startswith("answer:") else action_id
     if verb not in ("approve", "reject", "answer", "edit"):
@@ -138,11 +145,13 @@ async def clicked(request: Request, door: SlackDoor, payload: dict[str, Any], pe
     stale = {"expected_args_sha256": sha} if sha and verb != "answer" else {}
     fields = {"answer": about.get("answer")} if verb == "answer" else stale
     try:
-        grant = await grant_on_call(request, session_id, call_id, person, "approve" if verb == "edit" else verb)
+        grant = await grant_on_call(request, session_id, call_id, person, "approve" if verb == "edit" else verb,
+                                    issued_in=chain)
         if verb == "edit":
-            await door.call("views.open", trigger_id=payload.get("trigger_id"), view=edit_view(session_id, call_id, grant.item))
+            await door.call("views.open", trigger_id=payload.get("trigger_id"),
+                            view=edit_view(session_id, call_id, grant.item, chain))
             return
-        await decide(request, session_id, call_id, verb, grant, fields, via="slack")  # type: ignore[arg-type]
+        await decide(request, session_id, call_id, verb, grant, fields, via="slack", issued_in=chain)  # type: ignore[arg-type]
     except HTTPException as refused:
         await door.tell(payload, told_why(refused))
 
@@ -160,13 +169,13 @@ def told_why(refused: HTTPException) -> str:
     return f"Not decided: {refused.detail}"
 
 
-def edit_view(session_id: str, call_id: str, item: dict[str, Any] | None) -> dict[str, Any]:
+def edit_view(session_id: str, call_id: str, item: dict[str, Any] | None, chain: str) -> dict[str, Any]:
     args = json.dumps((item or {}).get("args", {}), indent=2, ensure_ascii=False)
     tool = (item or {}).get("tool", "the tool")
     return {
         "type": "modal", "callback_id": EDIT_VIEW, "title": {"type": "plain_text", "text": "Edit, then approve"},
         "submit": {"type": "plain_text", "text": "Approve"}, "close": {"type": "plain_text", "text": "Cancel"},
-        "private_metadata": json.dumps({"session": session_id, "call": call_id,
+        "private_metadata": json.dumps({"session": session_id, "call": call_id, "chain": chain,
                                         "sha": (item or {}).get("args_sha256")}),
         "blocks": [{"type": "input", "block_id": ARGS_BLOCK,
                     "label": {"type": "plain_text", "text": clip(f"Arguments of {tool} (JSON)", 150)},
@@ -181,9 +190,11 @@ async def edited(request: Request, payload: dict[str, Any], person: str) -> Resp
         view = payload["view"]
         about = json.loads(view["private_metadata"])
         text = view["state"]["values"][ARGS_BLOCK][ARGS_INPUT]["value"] or ""
-        session_id, call_id = about["session"], about["call"]
+        session_id, call_id, chain = about["session"], about["call"], about.get("chain")
     except (ValueError, KeyError, TypeError):
         return errors("this form is not one of this agent's")
+    if not isinstance(chain, str):
+        return errors(UNCHAINED)
     try:
         args = json.loads(text)
     except ValueError as error:
@@ -192,8 +203,8 @@ async def edited(request: Request, payload: dict[str, Any], person: str) -> Resp
         return errors("the arguments must be a JSON object")
     fields = {"args": args, **({"expected_args_sha256": about["sha"]} if about.get("sha") else {})}
     try:
-        grant = await grant_on_call(request, session_id, call_id, person, "approve")
-        await decide(request, session_id, call_id, "approve", grant, fields, via="slack")
+        grant = await grant_on_call(request, session_id, call_id, person, "approve", issued_in=chain)
+        await decide(request, session_id, call_id, "approve", grant, fields, via="slack", issued_in=chain)
     except HTTPException as refused:
         return errors(told_why(refused))
     return Response(status_code=200)

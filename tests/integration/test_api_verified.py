@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from hitl.api.gateway import chain_of
 from tests.support.api_server import Api, api, signing_key  # noqa: F401  (fixtures)
 from tests.support.sessions import eventually
 from tests.integration.test_cli import temporal
@@ -52,9 +53,9 @@ async def test_a_proof_binds_the_door_its_decision_came_through(api: Api) -> Non
 
     key_id, key = key_of_the_api()
     through_the_api = {"call_id": item["call_id"], "by": "bob", "via": "api"}
-    run_id = (await api.agent.client.get_workflow_handle(session).describe()).run_id
+    described = await api.agent.client.get_workflow_handle(session).describe()
     proof = sign_decision(key, key_id, session_id=session, call_id=item["call_id"], action="approve", by="bob",
-                          args_sha256=item["args_sha256"], run_id=run_id,
+                          args_sha256=item["args_sha256"], run_id=described.run_id, chain=chain_of(described),
                           decision_sha256=parse_decision("approve", through_the_api).digest())
     claimed_elsewhere = json.dumps({**through_the_api, "via": "slack", "proof": proof})
     update = await temporal(api.agent, "workflow", "update", "execute", "--workflow-id", session,

@@ -119,7 +119,7 @@ async def test_after_a_reset_an_old_proof_is_no_decision_and_cannot_be_extended(
 
     (agent.workspace / "notes.txt").write_text("written again\n")
     new_run = await reset_to_before(session, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED, "an attacker")
-    reset = agent.client.get_workflow_handle(session.id, run_id=new_run)
+    reset = agent.client.get_workflow_handle(session.id, run_id=new_run, first_execution_run_id=session.first_execution_run_id)
     [again] = await pending_items(reset)
     assert again["call_id"] == item["call_id"], "after the reset the call waits again"
 

@@ -163,15 +163,23 @@ def run_of(session: Any) -> str:
     return session.run_id or session.result_run_id or session.first_execution_run_id
 
 
+def chain_of(session: Any) -> str:
+    """The chain of runs a handle's session is in: its first run (a handle made for a later run of
+    it, a reset's, names the first with `first_execution_run_id`)."""
+    return session.first_execution_run_id or run_of(session)
+
+
 def proof_for(key: Any, session: Any, item: dict[str, Any], action: str, by: str,
               decision: dict[str, Any] | None = None, **overrides: Any) -> str:
-    """What the API signs: the session's run, the call, the verb, the arguments and the whole decision."""
+    """What the API signs: the session's run and chain of runs, the call, the verb, the arguments and
+    the whole decision."""
     from workflows.decisions import parse_decision
 
     fields = dict(session_id=session if isinstance(session, str) else session.id, call_id=item["call_id"],
                   action=action, by=by, args_sha256=item["args_sha256"],
                   decision_sha256=parse_decision(action, dict(decision or {})).digest(),
-                  run_id=None if isinstance(session, str) else run_of(session))
+                  run_id=None if isinstance(session, str) else run_of(session),
+                  chain=None if isinstance(session, str) else chain_of(session))
     fields.update(overrides)
     return sign_decision(key, "local", **fields)
 
@@ -269,7 +277,7 @@ async def test_on_a_verified_session_a_message_needs_a_proof_of_its_author(agent
     as_ana = sign_decision(signing_key, "local", session_id=session.id, call_id=MESSAGE_CALL_ID, action="message",
                            by="ana", args_sha256=args_sha256({"text": text}),
                            decision_sha256=message_digest(UserMessage(text=text)),
-                           run_id=run_of(session))
+                           run_id=run_of(session), chain=chain_of(session))
     assert "another text" in await refused_update(session, "user_message_update", {"text": "delete all", "proof": as_ana})
     await session.execute_update("user_message_update", {"text": text, "by": "bo", "proof": as_ana})
     [item] = await pending_items(session)

@@ -23,6 +23,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from hitl.api.app import signing_key as key_of_the_api
 from hitl.api.auth import TokenBook
+from hitl.api.gateway import chain_of
 from hitl.api.oidc import OpenIDProvider
 from hitl.devserver import free_port
 from hitl.api.stream_access import SIGN_IN_EXPIRED, SIGNED_OUT
@@ -220,9 +221,9 @@ async def test_the_groups_a_token_vouches_for_decide_what_the_policy_gives_that_
     # The session checks on its own: the API's key vouching for bob, without a group, is refused.
     key_id, key = key_of_the_api()
     decision = {"call_id": item["call_id"], "by": BOB}
-    run_id = (await groups_api.agent.client.get_workflow_handle(session).describe()).run_id
+    described = await groups_api.agent.client.get_workflow_handle(session).describe()
     proof = sign_decision(key, key_id, session_id=session, call_id=item["call_id"], action="approve", by=BOB,
-                          args_sha256=item["args_sha256"], run_id=run_id,
+                          args_sha256=item["args_sha256"], run_id=described.run_id, chain=chain_of(described),
                           decision_sha256=parse_decision("approve", decision).digest())
     forged = json.dumps({**decision, "proof": proof})
     update = await temporal(groups_api.agent, "workflow", "update", "execute", "--workflow-id", session,

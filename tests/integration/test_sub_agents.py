@@ -19,6 +19,7 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from activities.offline_model import OfflineModel
+from hitl.api.gateway import chain_of
 from bench.scripted_model import delegation_reply
 from tests.integration.test_authorization import write_policy
 from tests.integration.test_cli import starter
@@ -250,9 +251,9 @@ async def test_a_verified_decision_counts_in_a_child_only_with_a_proof_signed_fo
     assert "session" in refused[-1]["reason"] and (delegating.workspace / "notes.txt").exists()
     assert [entry["call_id"] for entry in await query(root, "pending")] == [item["call_id"]]
 
-    child_run = (await janitor.describe()).run_id
+    child = await janitor.describe()
     for_the_child = proof_for(signing_key, janitor.id, {**item, "call_id": item["child_call_id"]}, "approve", "ana",
-                              run_id=child_run)
+                              run_id=child.run_id, chain=chain_of(child))
     await root.signal("approve", {"call_id": item["call_id"], "by": "ana", "proof": for_the_child})
     await settled(root)
     assert not (delegating.workspace / "notes.txt").exists()

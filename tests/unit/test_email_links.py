@@ -1,5 +1,6 @@
 """Email decision links as the API reads them: a link the worker made says whose decision it is,
-on which call, with which arguments, and until when; a changed or expired one decides nothing."""
+on which call, in which chain of runs of its session, with which arguments, and until when; a
+changed or expired one decides nothing."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hitl.decision_keys import email_link_key, worker_email_link_key
 from hitl.email_links import LinkClaims, LinkRefused, link_key_from_seed, make_link_token, read_link_token
 
 CLAIMS = LinkClaims(person="ana", session_id="s-1", call_id="call_1", args_sha256="ab" * 32, verb="approve",
-                    expires=2_000_000_000, mail="m-1")
+                    expires=2_000_000_000, mail="m-1", chain="first-run-of-s-1")
 KEY = link_key_from_seed(b"\x01" * 32)
 
 
@@ -20,7 +21,7 @@ def test_a_link_made_with_the_key_reads_back_as_made() -> None:
     assert read_link_token(KEY, make_link_token(KEY, CLAIMS), now=1_900_000_000) == CLAIMS
 
 
-@pytest.mark.parametrize("change", ["person", "args", "signature", "key", "version"])
+@pytest.mark.parametrize("change", ["person", "args", "chain", "signature", "key", "version"])
 def test_a_changed_link_decides_nothing(change: str) -> None:
     token = make_link_token(KEY, CLAIMS)
     version, body, mac = token.split(".")
@@ -29,6 +30,8 @@ def test_a_changed_link_decides_nothing(change: str) -> None:
         token = f"{version}.{token}.{mac}"
     elif change == "args":
         token = f"{version}.{make_link_token(KEY, CLAIMS.model_copy(update={'args_sha256': 'cd' * 32})).split('.')[1]}.{mac}"
+    elif change == "chain":  # the same session id, another session under it
+        token = f"{version}.{make_link_token(KEY, CLAIMS.model_copy(update={'chain': 'a-later-run'})).split('.')[1]}.{mac}"
     elif change == "signature":
         token = f"{version}.{body}.{mac[:-2]}{'AA' if mac[-2:] != 'AA' else 'BB'}"
     elif change == "key":

@@ -2,7 +2,8 @@
 
 A proof binds everything its decision does, once: the same decision with any field changed,
 added or removed is refused; so is a proof made for another run of the session (a reset, a session
-started again under its id), and one that was already spent.
+started again under its id), one made in another chain of runs under the same id, and one that was
+already spent.
 """
 
 from __future__ import annotations
@@ -53,11 +54,12 @@ RUN = "run-1"
 LIVE = RunCheck(run_id=RUN, refused_before=lambda nonce: True)  # live, a proof for another run is refused
 
 
-def signed(verb: str, fields: dict[str, Any], issued: datetime = NOW, run_id: str = RUN) -> dict[str, Any]:
+def signed(verb: str, fields: dict[str, Any], issued: datetime = NOW, run_id: str = RUN,
+           chain: str | None = None) -> dict[str, Any]:
     decision = parse_decision(verb, {**fields, "call_id": "c1"})
     sha = args_sha256(fields["args"]) if verb == "approve" and "args" in fields else ITEM.args_sha256
     proof = sign_decision(KEY, "k", session_id="s", call_id="c1", action=verb, by="ana", args_sha256=sha,  # type: ignore[arg-type]
-                          now=issued, decision_sha256=decision.digest(), run_id=run_id)
+                          now=issued, decision_sha256=decision.digest(), run_id=run_id, chain=chain)
     return {**fields, "call_id": "c1", "proof": proof}
 
 
@@ -107,3 +109,21 @@ def test_no_proof_counts_in_another_run_but_a_replay_accepts_what_the_run_accept
     replaying = RunCheck(run_id=RUN, refused_before=lambda nonce: False)
     proven, _ = check(verifier(), verb, payload, replaying)
     assert proven.by == "ana"
+
+
+CHAIN = "chain-1"
+CHAINED = RunCheck(run_id=RUN, refused_before=lambda nonce: True, chain=CHAIN)  # a run that checks its chain
+
+
+@settings(max_examples=100, deadline=None)
+@given(decisions(), st.one_of(st.none(), st.text(max_size=12)))
+def test_no_proof_counts_in_another_chain_of_runs_where_the_run_checks_it(
+        decision: tuple[str, dict[str, Any]], other_chain: str | None) -> None:
+    """A session closed and started again under its id is another chain: a proof naming any other
+    chain, or none, is refused there; a run from before proofs named their chain does not ask."""
+    verb, fields = decision
+    payload = signed(verb, fields, chain=None if other_chain == CHAIN else other_chain)
+    with pytest.raises(ProofRefusal, match="another session under this id|does not name the session's chain"):
+        check(verifier(), verb, payload, CHAINED)
+    assert check(verifier(), verb, payload)[0].by == "ana"
+    assert check(verifier(), verb, signed(verb, fields, chain=CHAIN), CHAINED)[0].by == "ana"
