@@ -56,8 +56,14 @@ CHILDREN_ASKED_AND_AUDITED = "children-asked-by-the-speaker-and-audited-at-the-r
 # Runs whose `wait_until_settled` does not answer while the session is idle with a message
 # queued: that message's turn is about to start, and the caller (POST .../messages with `wait`,
 # A2A's message) waits for its outcome. Before it, a message sent while a turn was ending was
-# answered with that turn's end (no pause, the message still queued). The newest, asked at run start.
+# answered with that turn's end (no pause, the message still queued). Asked at run start.
 SETTLES_AFTER_QUEUED_MESSAGES = "wait-until-settled-after-queued-messages"
+
+# Runs that hold the decisions a child reports (ChildPauses.decided) to the bounds of their own
+# audit rows: each text clipped as `record` clips it, a path no deeper than delegation goes
+# (workflows/delegating.py, record_below). Before it, a report forged under a child's id wrote rows
+# of any size into the root's audit. The newest, asked at run start.
+CHILD_REPORTS_CLIPPED = "child-reports-clipped-in-the-root-audit"
 
 # Asked only where a tool activity ends with its MCP server's question (input_required, an
 # ApplicationError of type InputRequired): since, a question pause is opened and the call is retried
@@ -69,6 +75,7 @@ TOOL_INPUT_AS_A_PAUSE = "mcp-input-required-as-a-question-pause"
 # behaviour it brought: a run that has one has every older one, and none of the newer. A run that
 # has none is of the first supported build.
 RUN_START_PATCHES: tuple[tuple[str, str], ...] = (
+    (CHILD_REPORTS_CLIPPED, "clips_child_reports"),
     (SETTLES_AFTER_QUEUED_MESSAGES, "settles_after_queued_messages"),
     (CHILDREN_ASKED_AND_AUDITED, "tree_asked_and_audited"),
     (SUB_AGENTS, "delegates_to_agents"),
@@ -82,6 +89,7 @@ class Behaviours:
     delegates_to_agents: bool = True
     tree_asked_and_audited: bool = True
     settles_after_queued_messages: bool = True
+    clips_child_reports: bool = True
 
     @classmethod
     def at_run_start(cls) -> Behaviours:
