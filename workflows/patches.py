@@ -59,10 +59,16 @@ CHILDREN_ASKED_AND_AUDITED = "children-asked-by-the-speaker-and-audited-at-the-r
 # answered with that turn's end (no pause, the message still queued). Asked at run start.
 SETTLES_AFTER_QUEUED_MESSAGES = "wait-until-settled-after-queued-messages"
 
+# Runs where an MCP server's question asked during a call that waited for approval is decided as
+# that call was: by its approvers (the session's and the operator's policy's), under its four-eyes
+# rule (workflows/waiting.py, request_person; workflows/deciders.py). Before it, anyone the session
+# knows of answered it, and four-eyes did not apply. The newest, asked at run start.
+SERVER_QUESTIONS_AS_THEIR_CALL = "mcp-questions-decided-as-their-call"
+
 # Runs that hold the decisions a child reports (ChildPauses.decided) to the bounds of their own
 # audit rows: each text clipped as `record` clips it, a path no deeper than delegation goes
 # (workflows/delegating.py, record_below). Before it, a report forged under a child's id wrote rows
-# of any size into the root's audit. The newest, asked at run start.
+# of any size into the root's audit. Asked at run start.
 CHILD_REPORTS_CLIPPED = "child-reports-clipped-in-the-root-audit"
 
 # Asked only where a tool activity ends with its MCP server's question (input_required, an
@@ -75,6 +81,7 @@ TOOL_INPUT_AS_A_PAUSE = "mcp-input-required-as-a-question-pause"
 # behaviour it brought: a run that has one has every older one, and none of the newer. A run that
 # has none is of the first supported build.
 RUN_START_PATCHES: tuple[tuple[str, str], ...] = (
+    (SERVER_QUESTIONS_AS_THEIR_CALL, "server_questions_as_their_call"),
     (CHILD_REPORTS_CLIPPED, "clips_child_reports"),
     (SETTLES_AFTER_QUEUED_MESSAGES, "settles_after_queued_messages"),
     (CHILDREN_ASKED_AND_AUDITED, "tree_asked_and_audited"),
@@ -90,6 +97,7 @@ class Behaviours:
     tree_asked_and_audited: bool = True
     settles_after_queued_messages: bool = True
     clips_child_reports: bool = True
+    server_questions_as_their_call: bool = True
 
     @classmethod
     def at_run_start(cls) -> Behaviours:
