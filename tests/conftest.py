@@ -24,6 +24,7 @@ from hitl.exit_cleanly import exit_now
 from hitl.settings import DATA_CONVERTER
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.dev_environment import dev_environment
+from tests.support.bounded_waits import BoundedWaits
 from tests.support.patient_updates import PatientUpdates
 from hitl import worker
 from hitl.worker import WorkerTuning, build_worker
@@ -31,7 +32,7 @@ from workflows.agent import AgentWorkflow
 from workflows.conversation import ModelReply
 from workflows.requests import ModelRequest
 from tests.support.sessions import (  # noqa: F401  (fixtures and hooks use them)
-    T, RECORD_HISTORIES_TO, SECRET_KEY, REPLAY_TIER_CACHE, Agent, running_agent, OPERATOR_CAUSES, failed_workflow_tasks, record_if_asked, MAX_RECORDED_BYTES, current_test_name, history_file_name, parse_history_file_name, eventually, query, pending_items, settled, pending_of_kind, refused_update, assert_well_formed, GatedModel,
+    T, PATIENCE, RECORD_HISTORIES_TO, SECRET_KEY, REPLAY_TIER_CACHE, Agent, running_agent, OPERATOR_CAUSES, failed_workflow_tasks, record_if_asked, MAX_RECORDED_BYTES, current_test_name, history_file_name, parse_history_file_name, eventually, query, pending_items, settled, pending_of_kind, refused_update, assert_well_formed, GatedModel,
 )
 
 
@@ -53,7 +54,7 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
 async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     """A dev server whose workflows skip ahead in time whenever they are only waiting."""
     environment = await WorkflowEnvironment.start_time_skipping_v2(
-        data_converter=DATA_CONVERTER, interceptors=[PatientUpdates()],
+        data_converter=DATA_CONVERTER, interceptors=[PatientUpdates(), BoundedWaits()],
         dev_server_existing_path=temporal_binary(),
         dev_server_extra_args=[*FAST_SQLITE, *SEARCH_ATTRIBUTE_FLAGS, *UPDATE_LIMIT_FLAGS, *TIME_SKIPPING],
     )
@@ -98,6 +99,11 @@ async def gated_agent(env: WorkflowEnvironment, workspace: Path) -> AsyncIterato
         yield running, model
 
 
+# A test of the integration tier (a shared dev server, in-process workers) takes seconds, a minute
+# on a busy machine: past this it has hung (its waits fail sooner, with their reason; this is the
+# backstop for a wait that has none). The system tier keeps pyproject's 30 minutes.
+INTEGRATION_CEILING_SECONDS = 600
+
 # A test that needs any of these runs against a real Temporal dev server.
 SERVER_FIXTURES = {"env", "skipping_env"}
 
@@ -119,6 +125,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.system)
         else:
             item.add_marker(pytest.mark.integration if needs_server else pytest.mark.unit)
+            if needs_server and item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(INTEGRATION_CEILING_SECONDS * PATIENCE))
 
 
 @pytest.hookimpl(trylast=True)

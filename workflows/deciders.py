@@ -5,10 +5,12 @@ the request before it reaches the session (hitl/access.py), and both inboxes sho
 only the calls that wait for them (hitl/client/inbox.py, hitl/api/inbox.py). One function, so
 that what an inbox lists is what a decision would be allowed to do.
 
-- A call that names approvers is decided by them alone (a question names none).
+- A call that names approvers is decided by them alone (a question names none, unless an MCP
+  server asks it during a call that waited for approval: then it is that call's decision).
 - A call that names nobody is decided by anyone the session knows of; a caller that knows who
   belongs to the session (the API: owner, participants, operators) narrows that with `by_default`.
-- Under four eyes, whoever asked for the call may not approve it (they may still reject it).
+- Under four eyes, whoever asked for the call may not approve it, nor answer such a question
+  (they may still reject or decline it).
 - An inbox also leaves out what the person already approved: one vote each.
 
 Pure: the workflow calls it in signal handlers and Update validators, so its reasons are the
@@ -69,7 +71,7 @@ def refusal_to_decide(call: OpenCall, person: str | None, verb: str, *,
     `expand` turns the approvers' @groups into people (the API's operator policy; the workflow
     matches names as written). `by_default` says who decides a call that names no approvers;
     without it, anyone does."""
-    named = call.approvers if call.kind != "question" else None
+    named = call.approvers  # a question names them only when it decides a call that waited for them
     if named is not None:
         if person is None:
             return f"only {', '.join(named)} may decide {call.tool}; say who you are (by)"
@@ -77,12 +79,17 @@ def refusal_to_decide(call: OpenCall, person: str | None, verb: str, *,
             return f"{person} may not decide {call.tool}; approvers: {', '.join(named)}"
     elif by_default is not None and (person is None or not by_default(person)):
         return f"{person or 'nobody named'} may not decide {call.tool}; approvers: {DEFAULT_DECIDERS}"
-    if verb == "approve" and call.four_eyes and call.kind != "question":
+    if verb == consenting(call) and call.four_eyes:
         if person is None:
             return "four-eyes rule: say who you are (by)"
         if person == call.requested_by:
             return f"four-eyes rule: {person} asked for this call and cannot approve it"
     return None
+
+
+def consenting(call: OpenCall) -> str:
+    """The verb that lets the call go on: answering a question, approving anything else."""
+    return "answer" if call.kind == "question" else "approve"
 
 
 def proven_members(person: str | None, groups: Iterable[str]) -> Callable[[Iterable[str]], set[str]]:
@@ -101,5 +108,5 @@ def waits_for(call: OpenCall, person: str, *,
               by_default: Callable[[str], bool] | None = None) -> bool:
     """Whether the call waits for `person`'s decision, as an inbox lists it: they may approve it
     (or answer it) and have not already given their vote."""
-    return (refusal_to_decide(call, person, "approve", expand=expand, by_default=by_default) is None
+    return (refusal_to_decide(call, person, consenting(call), expand=expand, by_default=by_default) is None
             and person not in call.approvals)

@@ -23,10 +23,11 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 from workflows.agent_parts import AgentParts
-from workflows.agents import REPORTED_KEPT, AgentSpec, ChildPauses, Delegation, ForwardedToChild, agent_of, child_input, delegate_tool, merged, offered_agents
+from workflows.agents import MAX_DEPTH, REPORTED_KEPT, AgentSpec, ChildPauses, Delegation, ForwardedToChild, agent_of, child_input, delegate_tool, merged, offered_agents
 from workflows.contract import CHILD_PAUSES, WORKFLOW
 from workflows.inbound import decoded
 from workflows.limits import RECORDED_BYTES, clip
+from workflows.recorder import AUDIT_TEXT_BYTES
 from workflows.session import DEFAULT_SYSTEM_PROMPT, AuditEvent, SessionSummary
 
 # The reason a child closes with once it has answered its task.
@@ -129,6 +130,15 @@ def below(child: str, item: dict[str, Any]) -> bool:
             and item.get("call_id") == f"{session}/{call}")
 
 
+def within_audit_bounds(event: AuditEvent) -> AuditEvent:
+    """A decision a child reports, held to the bounds of the session's own audit rows: anyone with
+    Temporal access can signal under a child's id, so its texts are clipped as `record` clips them
+    and its path goes no deeper than delegation does."""
+    texts = {key: clip(value, AUDIT_TEXT_BYTES) for key, value in event.model_dump().items() if isinstance(value, str)}
+    path = [clip(name, AUDIT_TEXT_BYTES) for name in event.path[:MAX_DEPTH]] if event.path is not None else None
+    return event.model_copy(update={**texts, "path": path})
+
+
 class ChildPausesTable(AgentParts):
     """Mixed into AgentWorkflow: what waits in the children, listed in `pending`; decisions forwarded.
 
@@ -182,7 +192,7 @@ class ChildPausesTable(AgentParts):
         session = decided.session_id or ""
         if decided.event in DECISIONS and (session == child or session.startswith(f"{child}/")) and \
                 str(decided.call_id).startswith(f"{session}/"):
-            self.run_state.audit.append(decided)
+            self.run_state.audit.append(within_audit_bounds(decided) if self.behaviours.clips_child_reports else decided)
 
     def child_finished(self, child_id: str) -> None:
         """A closed child waits for nothing: its pauses were settled as it closed."""

@@ -68,8 +68,20 @@ NOTICES_NAME_SESSION_PEOPLE = "notifications-name-the-session-people"
 # Runs whose decision proofs must name the session's chain of runs (DecisionClaims.chain, checked
 # against workflow.info().first_execution_run_id: workflows/identity.py, RunCheck), so a decision
 # issued in another session under the same id (a mail link, a Slack button) is refused here even if
-# the API signed it. Before it, a proof named its run and not its chain. The newest, asked at run start.
+# the API signed it. Before it, a proof named its run and not its chain. Asked at run start.
 PROOFS_NAME_THEIR_CHAIN = "decision-proofs-name-their-chain-of-runs"
+
+# Runs where an MCP server's question asked during a call that waited for approval is decided as
+# that call was: by its approvers (the session's and the operator's policy's), under its four-eyes
+# rule (workflows/waiting.py, request_person; workflows/deciders.py). Before it, anyone the session
+# knows of answered it, and four-eyes did not apply. The newest, asked at run start.
+SERVER_QUESTIONS_AS_THEIR_CALL = "mcp-questions-decided-as-their-call"
+
+# Runs that hold the decisions a child reports (ChildPauses.decided) to the bounds of their own
+# audit rows: each text clipped as `record` clips it, a path no deeper than delegation goes
+# (workflows/delegating.py, record_below). Before it, a report forged under a child's id wrote rows
+# of any size into the root's audit. Asked at run start.
+CHILD_REPORTS_CLIPPED = "child-reports-clipped-in-the-root-audit"
 
 # Asked only where a tool activity ends with its MCP server's question (input_required, an
 # ApplicationError of type InputRequired): since, a question pause is opened and the call is retried
@@ -81,6 +93,8 @@ TOOL_INPUT_AS_A_PAUSE = "mcp-input-required-as-a-question-pause"
 # behaviour it brought: a run that has one has every older one, and none of the newer. A run that
 # has none is of the first supported build.
 RUN_START_PATCHES: tuple[tuple[str, str], ...] = (
+    (SERVER_QUESTIONS_AS_THEIR_CALL, "server_questions_as_their_call"),
+    (CHILD_REPORTS_CLIPPED, "clips_child_reports"),
     (PROOFS_NAME_THEIR_CHAIN, "proofs_name_their_chain"),
     (NOTICES_NAME_SESSION_PEOPLE, "notices_name_session_people"),
     (SETTLES_AFTER_QUEUED_MESSAGES, "settles_after_queued_messages"),
@@ -98,6 +112,8 @@ class Behaviours:
     settles_after_queued_messages: bool = True
     notices_name_session_people: bool = True
     proofs_name_their_chain: bool = True
+    clips_child_reports: bool = True
+    server_questions_as_their_call: bool = True
 
     @classmethod
     def at_run_start(cls) -> Behaviours:

@@ -180,6 +180,8 @@ class Pauses(BaseModel):
                 f"not {decision.expected_args_sha256}", code="conflict",
             )
         if isinstance(decision, Answer):
+            if item.kind == "question":  # names approvers only when it decides a call that waited for them
+                self._check_decider(item, decision, groups)
             return self._answer(item, decision, now)
         self._check_decider(item, decision, groups)
         if isinstance(decision, Reject):
@@ -256,7 +258,7 @@ class Pauses(BaseModel):
             comment=decision.comment, remember=decision.remember,
         )
 
-    def _check_decider(self, item: PendingCall, decision: Approve | Reject | Claim, groups: tuple[str, ...] = ()) -> None:
+    def _check_decider(self, item: PendingCall, decision: Approve | Reject | Answer | Claim, groups: tuple[str, ...] = ()) -> None:
         """Who may decide the call (workflows/deciders.py: the rule the API and the inboxes share);
         `groups`: those the decision's proof vouches its person is in."""
         refusal = refusal_to_decide(item, decision.by, decision.verb,

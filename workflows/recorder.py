@@ -23,6 +23,9 @@ from workflows.session import AuditEvent, AuditEventKind, SessionState
 from workflows.agent_parts import AgentParts
 
 SESSION_MEMO = "hitl_session"
+
+# Each text of an audit row (who, why, the rule, a comment) is clipped to this.
+AUDIT_TEXT_BYTES = 1_000
 AUDIT_EVENT: dict[Outcome, AuditEventKind] = {
     "approved": "approved", "edited": "edited", "rejected": "rejected", "declined": "rejected",
     "answered": "answered", "timed_out": "timed_out", "moved_on": "cancelled", "cancelled": "cancelled",
@@ -97,7 +100,8 @@ class Recorder(AgentParts):
 
     def record(self, event: AuditEventKind, call_id: str | None = None, tool: str | None = None,
                sha: str | None = None, **details: Any) -> None:
-        clipped: dict[str, Any] = {key: clip(value, 1_000) if isinstance(value, str) else value for key, value in details.items()}
+        clipped: dict[str, Any] = {key: clip(value, AUDIT_TEXT_BYTES) if isinstance(value, str) else value
+                                   for key, value in details.items()}
         self.run_state.audit.append(
             AuditEvent(at=workflow.now(), event=event, call_id=call_id, tool=tool, args_sha256=sha, **clipped)
         )

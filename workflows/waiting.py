@@ -86,6 +86,8 @@ class Waiting(AgentParts):
             input_schema=plan.input_schema if kind == "approval" else None,
         )
         self.describe_for_the_person(item, plan)
+        if asked is not None and self.behaviours.server_questions_as_their_call:
+            self.decided_as_its_call(item)
         if asked is not None:  # a tool's MCP server asks (workflows/tool_input.py)
             item.question, item.choices, item.fields = asked.question, asked.choices, asked.fields
             item.server, item.url, item.domain = asked.server, asked.url, asked.domain
@@ -100,6 +102,18 @@ class Waiting(AgentParts):
         self.record("requested", item.call_id, item.tool, item.args_sha256, by=self.run_state.speaker, rule=kind)
         self.run_state.events.add("pause_opened", now, **compact_item(item, now))
         self.notify("requested", item)
+
+    def decided_as_its_call(self, item: PendingCall) -> None:
+        """An MCP server's question during a call that waited for approval decides that call: its
+        approvers answer it, under its four-eyes rule (workflows/deciders.py)."""
+        call = self.planned(item.call_id.split("~input")[0])
+        if call is None or call.action != "approve":
+            return
+        approvers = self.config.approvers_for(call.tool)
+        if call.approvers is not None:
+            approvers = [person for person in approvers or [] if person in call.approvers] or call.approvers
+        item.approvers = approvers
+        item.four_eyes = self.config.four_eyes or bool(call.four_eyes)
 
     def describe_for_the_person(self, item: PendingCall, plan: PlannedCall) -> None:
         """What the person deciding needs beside the call: who asked (verified or asserted), what

@@ -9,7 +9,7 @@ survives any number of worker restarts.
 
 What the server sends is untrusted: its size is bounded, a form's schema must
 be the flat object of primitive fields the spec allows (else the model reads a
-clear tool error), a URL must be http(s), and its text is defused like a
+clear tool error), a URL must be https (plain http to loopback only), and its text is defused like a
 tool's output. An older server's `elicitation/create` mid-call is declined
 with the reason (`decline_live_elicitation`): this client answers questions
 only through durable pauses.
@@ -95,10 +95,18 @@ def _field(server: str, name: str, spec: Any, required: bool) -> dict[str, Any]:
     return field
 
 
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
 def _domain(server: str, url: str) -> str:
+    """The host a URL-mode question sends the person to: https, or plain http to this machine only
+    (a page elsewhere over http could be read or changed on its way, and it is where a person signs in)."""
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http") or not parts.hostname:
         raise ToolError(f"the MCP server {server!r} asked the person to open a URL that is not http(s): {clip(url, 200)!r}")
+    if parts.scheme == "http" and parts.hostname not in LOOPBACK:
+        raise ToolError(f"the MCP server {server!r} asked the person to open a plain http URL, which this client "
+                        f"refuses (https, or http to loopback only): {clip(url, 200)!r}")
     return parts.hostname
 
 

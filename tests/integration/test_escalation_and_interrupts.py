@@ -15,7 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.notify import read_notifications
 from activities.offline_model import OfflineModel
-from tests.support.sessions import Agent, GatedModel, assert_well_formed, eventually, pending_items, query, settled
+from tests.support.sessions import Agent, GatedModel, assert_well_formed, eventually, fast_forward, pending_items, query, settled
 from hitl.worker import build_worker
 
 
@@ -33,7 +33,7 @@ async def test_a_pause_notifies_reminds_escalates_and_finally_times_out(
     assert events[0]["event"] == "requested" and events[0]["to"] == ["oncall-1"]
     assert events[0]["item"]["call_id"] == item["call_id"]
 
-    await skipping_env.fast_forward(session, 3700)  # an hour on: reminded every 10 minutes, then escalated
+    await fast_forward(skipping_env, session, 3700)  # an hour on: reminded every 10 minutes, then escalated
     [escalated] = await query(session, "pending")
     assert escalated["approvers"] == ["oncall-1", "lead"]
     events = await eventually(
@@ -44,7 +44,7 @@ async def test_a_pause_notifies_reminds_escalates_and_finally_times_out(
     assert kinds.count("reminder") == 6 and kinds.index("escalated") > kinds.index("reminder")
     assert next(e for e in events if e["event"] == "escalated")["to"] == ["lead"]
 
-    await skipping_env.fast_forward(session, 3600)  # past the two-hour timeout: the fallback stays last
+    await fast_forward(skipping_env, session, 3600)  # past the two-hour timeout: the fallback stays last
     status = await eventually(lambda: query(session, "status"), lambda s: s["state"] == "idle")
     assert "No answer within 7200 seconds" in status["last_answer"]
     assert (skipping_agent.workspace / "notes.txt").exists()
@@ -61,7 +61,7 @@ async def test_the_lead_can_approve_once_escalated(skipping_env: WorkflowEnviron
     status = await eventually(lambda: query(session, "status"), lambda s: bool(s["ignored_signals"]))
     assert "lead may not decide delete_file" in status["ignored_signals"][0]["reason"]
 
-    await skipping_env.fast_forward(session, 61)
+    await fast_forward(skipping_env, session, 61)
     await session.execute_update("approve_update", {"by": "lead"})
     await settled(session)
     assert not (skipping_agent.workspace / "notes.txt").exists()

@@ -20,7 +20,7 @@ from activities.openai_backend import OpenAIBackend
 from hitl.worker import build_worker
 from tests.support.fake_openai import FakeOpenAI, text, tool_calls
 from tests.support.mcp_servers import answers_seen, asking_server, mcp_agent, tool_output, tool_results, worker_process
-from tests.support.sessions import SECRET_KEY, Agent, pending_items, query, settled
+from tests.support.sessions import SECRET_KEY, Agent, at_rest, fast_forward, pending_items, pending_of_kind, query, refused_update, settled
 from tests.support.stack import temporal_cli
 
 
@@ -86,7 +86,7 @@ async def test_a_question_outlives_its_worker_and_the_answer_reaches_the_server_
             [item] = await pending_items(session)
             assert item["call_id"] == "b1~input1" and item["server"] == "diner"
             worker.send_signal(signal.SIGKILL)
-            worker.wait()
+            worker.wait(timeout=60)
 
         backend = OpenAIBackend(api_key=SECRET_KEY, base_url=fake.base_url, default_model="test-model")
         async with McpToolbox(parse_config({"mcpServers": servers})):
@@ -140,9 +140,14 @@ async def test_a_question_answered_three_days_later_after_its_worker_was_killed_
     skipping_env: WorkflowEnvironment, workspace: Path, tmp_path: Path
 ) -> None:
     """Three days of server time pass (time-skipping) while the question waits and no worker runs:
-    the worker process was SIGKILLed. Another worker, with a new server process, sends the answer
-    with the kept requestState (the server seals it for a week of its own clock), and the tool
-    finishes with that answer."""
+    the worker process was SIGKILLed once the session was only waiting. Another worker, with a new
+    server process, sends the answer with the kept requestState (the server seals it for a week of
+    its own clock), and the tool finishes with that answer.
+
+    Killed any earlier (the question's `requested` notice, an activity, or the workflow task that
+    reads its result still in flight), the server would not skip a second: a time-skipping server
+    skips only while nothing is in flight, and that work waits for a worker this test starts only
+    once the three days have passed."""
     servers = {"diner": asking_server(tmp_path)}
     task_queue = f"hitl-mcp-{uuid.uuid4().hex[:8]}"
     three_days = 3 * 86400
@@ -155,10 +160,11 @@ async def test_a_question_answered_three_days_later_after_its_worker_was_killed_
                     "book a table for friday", answer_timeout_seconds=7 * 86400)
             [item] = await pending_items(session)
             assert item["call_id"] == "b1~input1" and item["server"] == "diner"
+            await at_rest(session)
             worker.send_signal(signal.SIGKILL)
-            worker.wait()
+            worker.wait(timeout=60)
 
-        assert await skipping_env.fast_forward(session, three_days)
+        assert await fast_forward(skipping_env, session, three_days)
         backend = OpenAIBackend(api_key=SECRET_KEY, base_url=fake.base_url, default_model="test-model")
         async with McpToolbox(parse_config({"mcpServers": servers})):
             async with build_worker(skipping_env.client, task_queue, backend, workspace):
@@ -171,3 +177,37 @@ async def test_a_question_answered_three_days_later_after_its_worker_was_killed_
     assert waited >= timedelta(seconds=three_days), audit
     assert answers_seen(tmp_path) == [{"tool": "book_table", "action": "accept", "content": {"name": "Ana", "guests": 3}}]
     assert tool_output(tool_results(fake)["b1"], "mcp__diner__book_table") == "booked friday for Ana, 3 guests"
+
+
+async def test_a_question_during_a_call_that_waited_for_approval_is_its_approvers_under_four_eyes(
+    env: WorkflowEnvironment, workspace: Path, tmp_path: Path
+) -> None:
+    """The session gives book_table to ana and bob under four eyes; bob asks for it, ana approves.
+    The server's question then decides that call: bob (who asked) may not answer it, carol (no
+    approver) may not either; ana does."""
+    async with mcp_agent(env.client, workspace, {"diner": asking_server(tmp_path)}) as (agent, fake, _):
+        fake.script(tool_calls(("b1", "mcp__diner__book_table", {"day": "friday"})), text("booked"))
+        session = await agent.start("book a table for friday", by="bob", participants=["carol"], four_eyes=True,
+                                    require_approval=["mcp__diner__book_table"],
+                                    approvers={"mcp__diner__book_table": ["ana", "bob"]})
+        [call] = await pending_items(session)
+        await session.execute_update("approve_update", {"call_id": call["call_id"], "by": "ana"})
+        question = await pending_of_kind(session, "question")
+        assert question["call_id"] == "b1~input1" and question.get("approvers") == ["ana", "bob"], question
+        answer = {"call_id": "b1~input1", "answer": {"name": "Ana", "guests": 3}}
+        assert "four-eyes" in await refused_update(session, "answer_update", {**answer, "by": "bob"})
+        assert "carol may not decide" in await refused_update(session, "answer_update", {**answer, "by": "carol"})
+        await session.execute_update("answer_update", {**answer, "by": "ana"})
+        assert (await settled(session))["last_answer"] == "booked"
+        assert answers_seen(tmp_path) == [{"tool": "book_table", "action": "accept", "content": {"name": "Ana", "guests": 3}}]
+
+
+async def test_a_url_question_over_plain_http_is_refused_and_nobody_is_asked(
+    env: WorkflowEnvironment, workspace: Path, tmp_path: Path
+) -> None:
+    async with mcp_agent(env.client, workspace, {"diner": asking_server(tmp_path, "--plain-http")}) as (agent, fake, _):
+        fake.script(tool_calls(("s1", "mcp__diner__sign_in", {})), text("not signed in"))
+        session = await agent.start("sign me in")
+        assert (await settled(session))["last_answer"] == "not signed in"
+        assert await query(session, "pending") == [] and answers_seen(tmp_path) == []
+        assert "plain http URL" in tool_results(fake)["s1"] and "http://login.example.org/device" in tool_results(fake)["s1"]

@@ -128,3 +128,23 @@ async def test_a_session_with_a_childs_id_is_not_the_roots_child(delegating: Age
     refused = [event for event in await query(root, "audit") if event["event"] == "refused"]
     assert [event["call_id"] for event in refused] == [f"{poser.id}/{posed['call_id']}"]
     assert (delegating.workspace / "notes.txt").exists()
+
+
+async def test_a_forged_childs_report_adds_no_row_larger_than_the_sessions_own(delegating: Agent) -> None:
+    """Anyone with Temporal access can signal the root under its child's id: the decisions such a
+    report says were made below are recorded, but each text clipped as the root's own rows are, and
+    its path no deeper than delegation goes."""
+    root = await delegating.start("hello", agents={"janitor": JANITOR}, by="ana")
+    await settled(root)
+    await root.signal("user_message", {"text": "delegate janitor: delete notes.txt", "by": "ana"})
+    [item] = await root_pending(root, {("janitor",)})
+    huge = "x" * 100_000
+    forged = {"at": "2026-01-01T00:00:00Z", "event": "approved", "call_id": f"{item['session_id']}/forged",
+              "tool": "delete_file", "by": huge, "reason": huge, "comment": huge, "rule": huge,
+              "session_id": item["session_id"], "path": ["janitor" + huge[:1_000]] * 100}
+    await root.signal("child_pauses", {"session_id": item["session_id"], "seq": 1_000, "items": [item], "decided": [forged]})
+    audit = await eventually(lambda: query(root, "audit"), lambda rows: any(r["call_id"] == forged["call_id"] for r in rows))
+    [row] = [row for row in audit if row["call_id"] == forged["call_id"]]
+    assert all(len(row[key]) < 1_100 for key in ("by", "reason", "comment", "rule")), {k: len(row[k]) for k in ("by", "reason")}
+    assert len(row["path"]) <= 4 and all(len(name) < 1_100 for name in row["path"])
+    assert [i["call_id"] for i in await query(root, "pending")] == [item["call_id"]]  # the child's call still waits

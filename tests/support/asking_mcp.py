@@ -1,6 +1,6 @@
 """An MCP server that asks a person during its tool calls, written with the SDK's MCPServer (FastMCP in mcp 1.x).
 
-python asking_mcp.py <state folder> [--older]
+python asking_mcp.py <state folder> [--older] [--plain-http]
 
 - `book_table(day)` asks, in form mode, who the table is for and for how many
   (the SDK's Resolve/Elicit: input_required at 2026-07-28, elicitation/create before).
@@ -8,6 +8,7 @@ python asking_mcp.py <state folder> [--older]
   input_required result with its requestState).
 
 - `remember_me()` asks the old way, `ctx.elicit` (an elicitation/create request mid-call).
+- `--plain-http`: `sign_in` sends the person to its page over plain http.
 - `--older` makes it a server of the handshake era (2025-11-25): server/discover is not found, so
   the client falls back to initialize, and a question is an elicitation/create request mid-call.
 
@@ -82,13 +83,18 @@ def book_table(day: str, booking: Annotated[ElicitationResult[Booking], Resolve(
     return f"not booked: the person answered {booking.action}"
 
 
+def sign_in_url() -> str:
+    """SIGN_IN_URL, or with `--plain-http` the same page over http."""
+    return SIGN_IN_URL.replace("https://", "http://") if "--plain-http" in sys.argv[2:] else SIGN_IN_URL
+
+
 @app.tool()
 def sign_in(ctx: Context) -> str | types.InputRequiredResult:
     """Sign in to the booking service; the person signs in at a page."""
     answered = (ctx.input_responses or {}).get("login")
     if answered is None:
         return types.InputRequiredResult(request_state="waiting-for-login", input_requests={"login": types.ElicitRequest(
-            params=types.ElicitRequestURLParams(message="Sign in to the booking service", url=SIGN_IN_URL,
+            params=types.ElicitRequestURLParams(message="Sign in to the booking service", url=sign_in_url(),
                                                 elicitation_id="login-1"))})
     seen({"tool": "sign_in", "action": answered.action, "request_state": ctx.request_state})
     return f"signed in ({answered.action})" if answered.action == "accept" else f"not signed in: {answered.action}"

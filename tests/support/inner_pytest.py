@@ -35,7 +35,7 @@ class InnerRun:
             os.killpg(self.process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        self.process.wait()
+        self.process.wait(timeout=60)
 
 
 def start_pytest(name: str, args: list[str], tmp_path: Path, **environment: str) -> InnerRun:

@@ -180,7 +180,7 @@ def worker_process(address: str, task_queue: str, workspace: Path, servers: dict
             yield worker
         finally:
             kill(worker.pid)
-            worker.wait()
+            worker.wait(timeout=60)
 
 
 def tool_results(fake: FakeOpenAI, request: int = -1) -> dict[str, str]:
@@ -236,6 +236,9 @@ class TimeOverHttp:
         self.http = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.serving = asyncio.create_task(self.http.serve())
         while not self.http.started:
+            if self.serving.done():  # it could not serve (its port taken meanwhile): say so, not wait for ever
+                raise AssertionError(f"mcp-server-time over HTTP did not start on port {self.port}: "
+                                     f"{self.serving.exception() or 'uvicorn stopped'}")
             await asyncio.sleep(0.05)
         return self
 

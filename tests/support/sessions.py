@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 import pytest
-from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
+from temporalio.api.enums.v1 import EventType, PendingActivityState, PendingWorkflowTaskState, WorkflowTaskFailedCause
+from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionResponse
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory, WorkflowUpdateFailedError
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
@@ -222,10 +223,53 @@ async def eventually(
         await asyncio.sleep(every)
 
 
-async def in_time(awaitable: Awaitable[T], seconds: float = 60) -> T:
-    """`awaitable`'s result, or asyncio.TimeoutError once `seconds` times the patience have passed:
-    a guard against a hang, never a speed test, so its bound is what no busy machine needs."""
-    return await asyncio.wait_for(awaitable, seconds * PATIENCE)
+async def in_time(awaitable: Awaitable[T], seconds: float = 60, what: str | None = None) -> T:
+    """`awaitable`'s result, or asyncio.TimeoutError once `seconds` times the patience have passed
+    (an AssertionError naming `what` when given): a guard against a hang, never a speed test, so
+    its bound is what no busy machine needs."""
+    bound = seconds * PATIENCE
+    try:
+        return await asyncio.wait_for(awaitable, bound)
+    except asyncio.TimeoutError:
+        if what is None:
+            raise
+        raise AssertionError(f"{what} did not finish within {bound:.0f} s") from None
+
+
+async def in_flight(handle: WorkflowHandle[Any, Any]) -> list[str]:
+    """What the server holds a session busy with: its pending activities and workflow task."""
+    return busy_with((await handle.describe()).raw_description)
+
+
+def busy_with(description: DescribeWorkflowExecutionResponse) -> list[str]:
+    busy = [f"activity {a.activity_type.name} ({PendingActivityState.Name(a.state)}, attempt {a.attempt})"
+            for a in description.pending_activities]
+    if description.HasField("pending_workflow_task"):
+        busy.append(f"a workflow task ({PendingWorkflowTaskState.Name(description.pending_workflow_task.state)})")
+    return busy
+
+
+async def at_rest(handle: WorkflowHandle[Any, Any]) -> None:
+    """Until the session has nothing in flight (no activity, no workflow task): only waiting, as it
+    must be before its last worker goes when the test means nothing to be lost or left running."""
+    await eventually(lambda: in_flight(handle), lambda busy: not busy)
+
+
+FAST_FORWARD_SECONDS = 120
+
+
+async def fast_forward(env: WorkflowEnvironment, handle: WorkflowHandle[Any, Any], seconds: float) -> bool:
+    """`env.fast_forward` of the session's clock, bounded. The time-skipping server skips only while
+    the session has nothing in flight: a pending activity or workflow task holds the clock until a
+    worker takes it, so with no worker running the fast-forward would wait for ever. Fails with
+    what held it. True once the clock got there; False if the session closed first."""
+    try:
+        return await asyncio.wait_for(env.fast_forward(handle, seconds), FAST_FORWARD_SECONDS * PATIENCE)
+    except asyncio.TimeoutError:
+        held_by = ", ".join(await in_flight(handle)) or "nothing in flight now"
+        raise AssertionError(f"{handle.id}: a fast-forward of {seconds} s did not finish within "
+                             f"{FAST_FORWARD_SECONDS * PATIENCE:.0f} s; the server holds the clock for {held_by} "
+                             "(time skips only while nothing is in flight, and only a worker moves that on)") from None
 
 
 QUERY_RPC = timedelta(seconds=3)

@@ -34,7 +34,13 @@ def call(**rules: Any) -> PendingCall:
     ({"four_eyes": True, "requested_by": "ana"}, "ana", "reject", None),
     ({"four_eyes": True, "requested_by": "ana"}, None, "approve", "four-eyes rule: say who you are (by)"),
     ({"four_eyes": True, "requested_by": "ana"}, "ana", "claim", None),
-    ({"kind": "question", "approvers": ["ana"]}, "eve", "answer", None),
+    # A question names approvers only when an MCP server asks it during a call that waited for them:
+    # it is that call's decision, under its four-eyes rule (the requester may still decline it).
+    ({"kind": "question", "approvers": ["ana"]}, "eve", "answer", "eve may not decide delete_file; approvers: ana"),
+    ({"kind": "question", "approvers": None}, "eve", "answer", None),
+    ({"kind": "question", "four_eyes": True, "requested_by": "ana"}, "ana", "answer",
+     "four-eyes rule: ana asked for this call and cannot approve it"),
+    ({"kind": "question", "four_eyes": True, "requested_by": "ana"}, "ana", "reject", None),
 ])
 def test_the_rule(rules: dict[str, Any], person: str | None, verb: str, reason: str | None) -> None:
     assert refusal_to_decide(call(**rules), person, verb) == reason
