@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 from hitl import HitlClient, Refused
 from hitl.testing import Harness
 from tests.support import refund_tools
+from tests.support.stack import ROOT, product_env
 
 TOOLS = ["tests.support.refund_tools"]
 
@@ -198,3 +201,46 @@ async def eventually(probe: Any, until: Any, seconds: float = 30) -> Any:
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"not within {seconds} s; last: {value!r}")
         await asyncio.sleep(0.1)
+
+
+# ---------------------------------------------------------------- python worker.py with a script
+
+async def test_the_worker_plays_a_script_file_and_says_so_at_start(env: WorkflowEnvironment, tmp_path: Path) -> None:
+    """HITL_MODEL=scripted:PATH on the real command: the banner names the script, and a session on
+    its task queue pauses for the user's tool and gets the script's answer once approved."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"call": "refund_payment", "args": {"order_id": "F-1", "amount": 120}},
+                                  {"say": "Refunded F-1."}]))
+    task_queue = f"scripted-{tmp_path.name}"[:60]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "worker.py", cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        env=product_env(HITL_MODEL=f"scripted:{script}", HITL_TOOL_MODULES="tests.support.refund_tools",
+                        TEMPORAL_ADDRESS=env.client.service_client.config.target_host, HITL_TASK_QUEUE=task_queue,
+                        HITL_WORKSPACE=str(tmp_path / "workspace")))
+    try:
+        banner = await asyncio.wait_for(read_until(process, "worker: model: "), 60)
+        assert f"worker: model: a scripted model: 2 replies from {script}" in banner, banner
+        assert "not an LLM" in banner
+        client = HitlClient(env.client, task_queue)
+        session = await client.start("refund F-1")
+        await asyncio.wait_for(session.settled(), 60)
+        [item] = await session.pending()
+        assert (item.tool, item.args) == ("refund_payment", {"order_id": "F-1", "amount": 120})
+        await session.approve(by="ana")
+        assert (await asyncio.wait_for(session.settled(), 60)).last_answer == "Refunded F-1."
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(process.wait(), 60)
+
+
+async def read_until(process: asyncio.subprocess.Process, text: str) -> str:
+    """What the process printed up to and including the first line holding `text`."""
+    assert process.stdout is not None
+    printed = ""
+    while text not in printed:
+        line = await process.stdout.readline()
+        if not line:
+            raise AssertionError(f"the worker ended before it printed {text!r}:\n{printed}")
+        printed += line.decode()
+    return printed
