@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -244,3 +245,23 @@ async def read_until(process: asyncio.subprocess.Process, text: str) -> str:
             raise AssertionError(f"the worker ended before it printed {text!r}:\n{printed}")
         printed += line.decode()
     return printed
+
+
+# ---------------------------------------------------------------- editing one argument from the command line
+
+async def test_approve_args_on_the_command_line_name_only_what_changes(env: WorkflowEnvironment, tmp_path: Path) -> None:
+    """`approve --args '{"amount": 90}'` on a two-argument tool keeps the order id the model sent."""
+    script = [{"call": "refund_payment", "args": {"order_id": "G-1", "amount": 250}}, {"say": "Done."}]
+    async with Harness(tool_modules=TOOLS, script=script, workspace=tmp_path, client=env.client) as h:
+        session = await h.client.start("refund G-1", session_id=f"edit-{tmp_path.name}")
+        await session.settled()
+        shell = {"TEMPORAL_ADDRESS": env.client.service_client.config.target_host, "HITL_TASK_QUEUE": h.task_queue}
+        approved = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "starter.py", "approve", session.id, "--args", '{"amount": 90}', "--by", "ana"],
+            cwd=ROOT, env=product_env(**shell), capture_output=True, text=True, timeout=120)
+        assert approved.returncode == 0, approved.stderr
+        assert "edit: amount: 250 -> 90" in approved.stdout and "order_id" not in approved.stdout, approved.stdout
+        assert "outcome=edited" in approved.stdout, approved.stdout
+        assert (await session.settled()).last_answer == "Done."
+        results = results_of(await session.transcript())
+    assert results["call_1"].endswith("Refunded 90.00 on order G-1."), results
