@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -265,3 +266,27 @@ async def test_approve_args_on_the_command_line_name_only_what_changes(env: Work
         assert (await session.settled()).last_answer == "Done."
         results = results_of(await session.transcript())
     assert results["call_1"].endswith("Refunded 90.00 on order G-1."), results
+
+
+# ---------------------------------------------------------------- the docs' own files, as printed
+
+@pytest.mark.integration
+async def test_the_docs_tool_and_its_test_run_as_printed_in_a_folder_of_their_own(tmp_path: Path) -> None:
+    """docs/interface.md's my_tools.py and test_my_tools.py, written to a user's folder outside the
+    checkout and run with pytest there: the product is imported as installed, nothing else runs."""
+    page = (ROOT / "docs" / "interface.md").read_text()
+    section = page[page.index("### Testing your own tool"):page.index("### Driving sessions from Python")]
+    files = dict(re.findall(r"```python\n# (\w+\.py)\n(.*?)```", section, re.S))
+    assert set(files) == {"my_tools.py", "test_my_tools.py"}, sorted(files)
+    assert all(line.startswith(("from hitl", "from typing")) for text in files.values()
+               for line in text.splitlines() if line.startswith(("from ", "import "))), files
+    project = tmp_path / "project"
+    project.mkdir()
+    for name, text in files.items():
+        (project / name).write_text(text)
+    environment = {**product_env(), "PYTHONPATH": str(ROOT)}  # the product as installed: not the tests
+    ran = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto",
+                         "--rootdir", str(project), "--basetemp", str(tmp_path / "basetemp"), "test_my_tools.py"],
+        cwd=project, env=environment, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0 and "1 passed" in ran.stdout, ran.stdout[-4000:] + ran.stderr[-2000:]
