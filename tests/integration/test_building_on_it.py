@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import signal
 import subprocess
@@ -290,3 +291,27 @@ async def test_the_docs_tool_and_its_test_run_as_printed_in_a_folder_of_their_ow
                          "--rootdir", str(project), "--basetemp", str(tmp_path / "basetemp"), "test_my_tools.py"],
         cwd=project, env=environment, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0 and "1 passed" in ran.stdout, ran.stdout[-4000:] + ran.stderr[-2000:]
+
+
+async def test_the_harness_gives_the_worker_its_policy_and_puts_the_environment_back(
+        env: WorkflowEnvironment, tmp_path: Path) -> None:
+    """A policy given as a dict binds the worker while the harness runs: a note read needs a person
+    named in it, and the person it does not name is refused; afterwards HITL_POLICY is as it was."""
+    before = os.environ.get("HITL_POLICY")
+    policy = {"tools": {"order_note": {"approval": "always", "approvers": ["carol"]}}}
+    script = [{"call": "order_note", "args": {"order_id": "H-1"}}, {"say": "Read."}]
+    (tmp_path / "H-1.txt").write_text("fragile")
+    async with Harness(tool_modules=TOOLS, script=script, workspace=tmp_path, policy=policy,
+                       env={"HITL_HARNESS_PROBE": "1"}, client=env.client) as h:
+        assert os.environ["HITL_HARNESS_PROBE"] == "1"
+        session = await h.client.start("read the note of H-1")
+        assert (await session.settled()).state == "awaiting_human"
+        [item] = await session.pending()
+        assert (item.tool, item.approvers) == ("order_note", ["carol"]), item
+        with pytest.raises(Refused) as refused:
+            await session.approve(item.call_id, by="ana")
+        assert refused.value.code == "forbidden", refused.value
+        await session.approve(item.call_id, by="carol")
+        assert (await session.settled()).last_answer == "Read."
+        assert results_of(await session.transcript())["call_1"] == "fragile"
+    assert os.environ.get("HITL_POLICY") == before and "HITL_HARNESS_PROBE" not in os.environ
