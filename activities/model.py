@@ -14,6 +14,7 @@ from temporalio.exceptions import ApplicationError
 from activities.conversation_cache import CACHE
 from activities.model_context import read_model_request
 from activities.reply_bounds import bounded_reply
+from activities.scripted_model import ScriptedModel, is_scripted
 from activities.tools import CATALOG  # the catalog, with the built-in tools registered
 from hitl.catalog.bounded_regexes import regex_time_limit
 from hitl.settings import Settings
@@ -127,7 +128,10 @@ async def heartbeating() -> AsyncIterator[None]:
 
 
 def backend_from_env(settings: Settings) -> ModelBackend:
-    """OpenAI-compatible when OPENAI_API_KEY is set, else the offline stand-in."""
+    """The scripted model when HITL_MODEL says `scripted:PATH` (a malformed script raises
+    ScriptError), else OpenAI-compatible when OPENAI_API_KEY is set, else the offline stand-in."""
+    if is_scripted(settings.model):
+        return ScriptedModel.from_setting(settings.model)
     if settings.uses_openai:
         from activities.openai_backend import OpenAIBackend
 

@@ -70,7 +70,8 @@ def parser() -> OneLineParser:
     approve.add_argument("session", help=SESSION)
     approve.add_argument("call", nargs="?", metavar="CALL_ID", help=CALL)
     approve.add_argument("--call", dest="call_id", metavar="CALL_ID", help=CALL)
-    approve.add_argument("--args", type=json_object, help="edited arguments as a JSON object")
+    approve.add_argument("--args", type=json_object,
+                         help="edited arguments as a JSON object: only those that change, the rest kept as the model sent them")
     approve.add_argument("--comment", help="why, kept in the audit and shown to the model")
     approve.add_argument("--by", help=BY)
 
@@ -191,8 +192,8 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "send":
         return await update(handle, USER_MESSAGE.update, payload(args, "text", "by"), args.json)
     if args.command == "approve":
-        if args.args is not None and not args.json:
-            await show_edit(handle, args.call_id, args.args)
+        if args.args is not None:
+            args.call_id, args.args = await merged_edit(handle, args.call_id, args.args, show=not args.json)
         return await update(handle, APPROVE.update, {**payload(args, "call_id", "args", "comment", "by"), "via": "cli"}, args.json)
     if args.command == "reject":
         return await update(handle, REJECT.update, {**payload(args, "call_id", "reason", "by"), "via": "cli"}, args.json)
@@ -207,16 +208,23 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     raise AssertionError(args.command)
 
 
-async def show_edit(handle: WorkflowHandle[Any, Any], call_id: str | None, edited: dict[str, Any]) -> None:
-    """What `--args` changes, against the model's arguments, before the session hears of it."""
+async def merged_edit(handle: WorkflowHandle[Any, Any], call_id: str | None, edited: dict[str, Any],
+                      show: bool) -> tuple[str | None, dict[str, Any]]:
+    """`--args` names only what changes: merged over the model's arguments of the call it edits
+    (the session's `args` replaces them all), that call pinned by its id, and what changes shown
+    before the session hears of it. A call that cannot be read is sent as given, for the session to judge."""
     try:
         pending = await handle.query(PENDING.name)
     except (RPCError, WorkflowQueryFailedError):
-        return
+        return call_id, edited
     calls = [item for item in pending if item["kind"] == "approval" and call_id in (None, item["call_id"])]
-    if len(calls) == 1:
-        for line in args_diff(calls[0]["args"], edited) or ["(the same as the model's arguments)"]:
+    if len(calls) != 1:
+        return call_id, edited
+    merged = {**calls[0]["args"], **edited}
+    if show:
+        for line in args_diff(calls[0]["args"], merged) or ["(the same as the model's arguments)"]:
             say(f"edit: {line}")
+    return calls[0]["call_id"], merged
 
 
 async def one_field_answer(handle: WorkflowHandle[Any, Any], call_id: str | None, text: str) -> Any:

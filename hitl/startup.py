@@ -15,6 +15,8 @@ from temporalio.exceptions import ApplicationError
 
 def model_warning(environ: os._Environ[str] | dict[str, str] = os.environ) -> str | None:
     """An endpoint named without a key: the offline model would be used without a word."""
+    if environ.get("HITL_MODEL", "").startswith("scripted:"):
+        return None  # a script plays the model: no endpoint is used, with a key or without
     if environ.get("OPENAI_BASE_URL") and not environ.get("OPENAI_API_KEY"):
         return (f"warning: OPENAI_BASE_URL is set ({environ['OPENAI_BASE_URL']}) but OPENAI_API_KEY is not, so the "
                 "built-in offline model is used; set OPENAI_API_KEY (any non-empty value for a local server "

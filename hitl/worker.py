@@ -33,6 +33,7 @@ from activities.slack import slack_messages
 from activities.webhooks import SignedWebhook, shown_url, signed_webhooks
 from activities.transcript_index import keep_transcript_index, record_transcript_index
 from activities.run_tool import ToolActivities
+from activities.scripted_model import ScriptError
 from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
 from hitl.startup import model_warning, quiet_expected_failures
 from hitl import heartbeat, telemetry
@@ -243,7 +244,10 @@ async def main() -> None:
     quiet_expected_failures()
     settings = Settings.from_env()
     extra = load_tool_modules()
-    backend = backend_from_env(settings)
+    try:
+        backend = backend_from_env(settings)
+    except ScriptError as error:  # HITL_MODEL=scripted:PATH with a script that cannot be played
+        raise SystemExit(f"worker: {error}") from None
     tuning = WorkerTuning.from_env()
     try:
         mcp = toolbox_from_env()  # a malformed HITL_MCP_CONFIG stops the worker here, with the reason

@@ -118,7 +118,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     of the corpus, a card rendered) is `unit` too, so the fast tier holds every pure test."""
     for item in items:
         folder = item.path.parent.name
-        needs_server = bool(SERVER_FIXTURES & set(getattr(item, "fixturenames", ())))
+        # A test that starts a server of its own (hitl.testing.Harness, as the docs show it) says so with the marker.
+        needs_server = (bool(SERVER_FIXTURES & set(getattr(item, "fixturenames", ())))
+                        or item.get_closest_marker("integration") is not None)
         if folder == "unit" and needs_server:
             raise pytest.UsageError(f"{item.nodeid}: a unit test needs no Temporal server; move it to tests/integration/")
         if folder == "system" or item.get_closest_marker("system"):

@@ -3,5 +3,6 @@
 Reading sessions across their runs, following their events, the inbox from
 visibility, Updates sent with retry, what the Temporal UI shows, refusal codes.
 Both faces sit on it (`hitl/api/`, HTTP; `hitl/console/`, the terminal) and
-neither imports the other (tests/unit/test_layers.py).
+neither imports the other (tests/unit/test_layers.py); so does the public Python
+client, `HitlClient` (python_client.py, exported as `hitl.HitlClient`).
 """

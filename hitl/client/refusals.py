@@ -27,3 +27,17 @@ def reason_of(error: BaseException) -> str:
     """The reason, as the session wrote it."""
     cause = getattr(error, "cause", None)
     return getattr(cause, "message", None) or getattr(error, "message", None) or str(cause or error)
+
+
+class Refused(Exception):
+    """A decision (or message, or cancel) the session refused: `code` is one of REFUSAL_CODES (or None
+    from a session that sent none), `reason` the session's own words. Nothing was applied."""
+
+    def __init__(self, code: str | None, reason: str) -> None:
+        super().__init__(f"refused ({code}): {reason}" if code else f"refused: {reason}")
+        self.code = code
+        self.reason = reason
+
+    @classmethod
+    def of(cls, error: WorkflowUpdateFailedError) -> Refused:
+        return cls(code_of(error), reason_of(error))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from activities.model import backend_from_env
+from activities.scripted_model import ScriptError
 from activities.tools import workspace as product_files
 from hitl.console.chat import Chat
 from hitl.startup import quiet_expected_failures
@@ -120,7 +121,10 @@ async def _run_demo(settings: Settings, session_id: str, by: str) -> int:
               "so it keeps running when you leave)")
     try:
         seed_workspace(settings.workspace)
-        backend = backend_from_env(settings)
+        try:
+            backend = backend_from_env(settings)
+        except ScriptError as error:
+            raise SystemExit(f"demo: {error}") from None
         print(f"(model: {backend.description}; workspace: {settings.workspace.resolve()})")
         client = await (connect_when_ready(settings.address, settings.namespace) if server else connect(settings))
         async with build_worker(client, settings.task_queue, backend, settings.workspace):

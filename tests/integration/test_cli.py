@@ -78,7 +78,7 @@ async def test_starter_commands_cover_a_whole_session(agent: Agent) -> None:
     assert json.loads(answered.stdout)["outcome"] == "answered"
 
     [approval] = await eventually(pending, lambda items: bool(items) and len(items) == 1 and items[0]["kind"] == "approval")
-    bad = await starter(agent, "approve", "cli-2", "--args", '{"origin": "Shanghai"}')
+    bad = await starter(agent, "approve", "cli-2", "--args", '{"origin": 42}')
     assert bad.returncode == 2 and "edited args do not fit book_flight" in bad.stderr
     edited = {"origin": "Shanghai", "destination": "Beijing", "date": "2026-12-25"}
     approved = await starter(agent, "--json", "approve", "cli-2", "--call", approval["call_id"], "--args", json.dumps(edited))

@@ -180,6 +180,32 @@ INSTALLED_TOP_LEVEL = {"workflows", "activities", "hitl", "worker", "starter"}
 NOT_INSTALLED = {"tests", "bench"}  # run from a checkout only
 
 
+def users_own_files(root: Path) -> set[str]:
+    """What .gitignore lists by name: files the README and docs/ ask a user to create in the checkout
+    (my_tools.py, say), which are theirs, not the package's."""
+    ignore = root / ".gitignore"
+    lines = ignore.read_text().splitlines() if ignore.exists() else []
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#") and "/" not in line and "*" not in line}
+
+
+def modules_here(root: Path) -> set[str]:
+    """The checkout's top-level modules and packages, without the user's own files."""
+    own = users_own_files(root)
+    return ({path.stem for path in root.glob("*.py") if path.name not in own}
+            | {path.parent.name for path in root.glob("*/__init__.py")})
+
+
+def test_a_users_own_module_in_the_checkout_is_not_the_packages(tmp_path: Path) -> None:
+    """docs/interface.md puts my_tools.py in the checkout and .gitignore lists it: not a module to declare."""
+    (tmp_path / ".gitignore").write_text("# yours\nmy_tools.py\n*.egg-info/\n")
+    (tmp_path / "my_tools.py").write_text("")
+    (tmp_path / "worker.py").write_text("")
+    (tmp_path / "hitl").mkdir()
+    (tmp_path / "hitl" / "__init__.py").write_text("")
+    assert modules_here(tmp_path) == {"worker", "hitl"}
+    assert "my_tools.py" in users_own_files(ROOT)
+
+
 def test_the_dockerfile_installs_the_lock_and_copies_every_module_the_package_declares() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     pyproject = (ROOT / "pyproject.toml").read_text()  # tomllib is 3.11+; these lines are plain lists
@@ -188,7 +214,7 @@ def test_the_dockerfile_installs_the_lock_and_copies_every_module_the_package_de
     packages = find_packages(str(ROOT), include=setuptools["include"])
     top_level = {name.split(".")[0] for name in packages} | set(setuptools["py-modules"])
     assert top_level == INSTALLED_TOP_LEVEL, f"installed top-level names: {sorted(top_level)}"
-    here = {path.stem for path in ROOT.glob("*.py")} | {path.parent.name for path in ROOT.glob("*/__init__.py")}
+    here = modules_here(ROOT)
     assert here - NOT_INSTALLED == INSTALLED_TOP_LEVEL, f"not declared: {sorted(here - NOT_INSTALLED - INSTALLED_TOP_LEVEL)}"
     copied = set(re.findall(r"^COPY (.+) \./?\S*$", dockerfile, re.MULTILINE))
     copied_names = {word.rstrip("/") for line in copied for word in line.split()}
