@@ -103,7 +103,7 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
         self.waiters: list[int] = []  # wait_until_settled calls still waiting, oldest first
         self.waiters_seen = 0
         self.publisher = Publisher()
-        self.behaviours = Behaviours()
+        self.behaviours = Behaviours.before_run()
         self.validating = False  # inside an Update's validator, which may command nothing
         self.reusable_runs: dict[str, tuple[dict[str, Any], datetime]] = {}  # tool -> (verdict, judged at)
         self.agents = {}  # learnt as the run starts (learn_environment), on runs since SUB_AGENTS

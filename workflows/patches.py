@@ -116,6 +116,15 @@ class Behaviours:
     server_questions_as_their_call: bool = True
 
     @classmethod
+    def before_run(cls) -> Behaviours:
+        """What handlers judge by until `run` has asked the patches: the handlers of a run's first
+        workflow task run before `run` does. A decision's proof is judged there as before the chain
+        was named, so a run recorded before that patch (a hand-over's first task taking a decision)
+        replays as it was judged; the API checks the chain of runs before it signs, so that task
+        loses no check. Other flags change only what handlers record, not what the run commands."""
+        return cls(proofs_name_their_chain=False)
+
+    @classmethod
     def at_run_start(cls) -> Behaviours:
         """Asked before any local activity: a replay must meet the markers in the order they were made."""
         lacking: dict[str, bool] = {}

@@ -53,6 +53,15 @@ def asked_input(error: ActivityError) -> AskedInput | str | None:
         return clip(f"its question could not be read ({problem})", 500)
 
 
+QUESTION_MARK = "~input"  # a server's question pause is `<call id>~input<round>`
+
+
+def call_of_question(pause_id: str) -> str:
+    """The call a server's question pause belongs to. Its round is cut at the last mark: the model
+    names its calls, and a call id may hold the mark itself."""
+    return pause_id.rsplit(QUESTION_MARK, 1)[0]
+
+
 class ToolInput(AgentParts):
     """Mixed into AgentWorkflow: the pause for a server's question, and the answered call."""
 
@@ -61,7 +70,7 @@ class ToolInput(AgentParts):
         """Ask a person; the retried call's input, or the text the model reads when it is not retried."""
         if round_ > MAX_ROUNDS:
             return None, f"Error: {tool} failed: its MCP server asked for input more than {MAX_ROUNDS} times"
-        pause_id = f"{call_id}~input{round_}"
+        pause_id = f"{call_id}{QUESTION_MARK}{round_}"
         plan = PlannedCall(call_id=pause_id, tool=tool, action="ask", args=args)
         self.request_person("question", plan, asked=asked)
         self.tool_inputs_waiting += 1

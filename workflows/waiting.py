@@ -23,7 +23,7 @@ from workflows.pauses import Outcome, PauseKind, PendingCall, Settlement, deadli
 from workflows.planning import PlannedCall
 from workflows.requests import MessageRef, Notification, NotifyReceipt, SettledNotice
 from workflows.rules import Grant, args_sha256
-from workflows.tool_input import AskedInput
+from workflows.tool_input import AskedInput, call_of_question
 from workflows.visibility import compact_item
 from workflows.agent_parts import AgentParts
 
@@ -92,7 +92,7 @@ class Waiting(AgentParts):
             item.question, item.choices, item.fields = asked.question, asked.choices, asked.fields
             item.server, item.url, item.domain = asked.server, asked.url, asked.domain
             item.because = f"the MCP server {asked.server} asks a person"
-            item.led_by, item.model_text = self.conversation.context_of(plan.call_id.split("~input")[0], 1_000)
+            item.led_by, item.model_text = self.conversation.context_of(call_of_question(plan.call_id), 1_000)
         elif kind == "question":
             question = question_of(plan.args)
             item.question = question.question
@@ -106,7 +106,7 @@ class Waiting(AgentParts):
     def decided_as_its_call(self, item: PendingCall) -> None:
         """An MCP server's question during a call that waited for approval decides that call: its
         approvers answer it, under its four-eyes rule (workflows/deciders.py)."""
-        call = self.planned(item.call_id.split("~input")[0])
+        call = self.planned(call_of_question(item.call_id))
         if call is None or call.action != "approve":
             return
         approvers = self.config.approvers_for(call.tool)

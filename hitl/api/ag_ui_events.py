@@ -110,6 +110,11 @@ def response_schema(item: dict[str, Any]) -> dict[str, Any]:
                                                    "not merged), checked against the tool's schema"}
     properties["reason"] = {"type": "string", "description": "with approved false: what the model is told"}
     properties["comment"] = {"type": "string", "description": "with approved: a note for the model and the audit"}
+    if sha := item.get("args_sha256"):
+        properties["expectedArgsSha256"] = {
+            "type": "string", "const": sha, "default": sha,
+            "description": "the digest of the arguments this interrupt shows: sent back, the decision counts only "
+                           "while the call's arguments are still these (another person may edit them meanwhile)"}
     return {"type": "object", "properties": properties, "required": ["approved"], "additionalProperties": False}
 
 

@@ -52,6 +52,7 @@ class Resolution:
 # AG-UI's words in an `approved` payload, as the API's approve and reject bodies name them.
 WITH_APPROVED = {"editedArgs": "args", "editedResult": "result", "comment": "comment"}
 WITH_DENIED = {"reason": "reason"}
+WITH_EITHER = {"expectedArgsSha256": "expected_args_sha256"}  # refused (409-like) once the arguments changed
 EITHER_SHAPE = ('the payload must be {"approved": true | false, "editedArgs"?: {...}} or, in the older shape, '
                 'an object with "decision": "approve", "reject" or "answer" (the interrupt\'s responseSchema)')
 
@@ -83,7 +84,7 @@ def approved_or_denied(payload: dict[str, Any]) -> tuple[Verb, dict[str, Any]]:
         raise ValueError(f"approved must be true or false, not {json.dumps(approved)[:40]}")
     if "decision" in payload:
         raise ValueError('a payload has one shape: "approved" (AG-UI\'s) or "decision" (the older), not both')
-    words, other = (WITH_APPROVED, WITH_DENIED) if approved else (WITH_DENIED, WITH_APPROVED)
+    words, other = ({**WITH_APPROVED, **WITH_EITHER}, WITH_DENIED) if approved else ({**WITH_DENIED, **WITH_EITHER}, WITH_APPROVED)
     body: dict[str, Any] = {}
     for key, value in payload.items():
         if key == "approved":
@@ -93,7 +94,7 @@ def approved_or_denied(payload: dict[str, Any]) -> tuple[Verb, dict[str, Any]]:
                              f"not with approved: {json.dumps(approved)}")
         if key not in words:
             raise ValueError(f"unknown field {key[:40]!r}: beside approved, a payload may carry "
-                             f"{', '.join([*WITH_APPROVED, *WITH_DENIED])}")
+                             f"{', '.join([*WITH_APPROVED, *WITH_DENIED, *WITH_EITHER])}")
         body[words[key]] = value
     if "editedArgs" in payload and not isinstance(payload["editedArgs"], dict):
         raise ValueError("editedArgs must be an object: the call's arguments in full, which replace them")

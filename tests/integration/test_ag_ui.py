@@ -85,6 +85,33 @@ async def test_edited_args_replace_the_call_s_arguments_and_bad_ones_are_refused
     assert (decision["by"], decision["via"]) == ("ana", "ag-ui")
 
 
+async def test_an_approval_counts_only_for_the_arguments_its_interrupt_showed(api: Api) -> None:
+    """Two approvals needed: bob's client shows notes.txt; carol approves with the path edited to
+    old.txt (one of two, the votes start again). Bob's resume, sent back with the digest his
+    interrupt offered, no longer fits: refused, and old.txt is not deleted on his word."""
+    workspace = api.agent.workspace
+    (workspace / "notes.txt").write_text("notes\n")
+    (workspace / "old.txt").write_text("old\n")
+    session = new_id()
+    rules = {"session": {"participants": ["bob", "carol"], "approvers": {"delete_file": ["bob", "carol"]},
+                         "required_approvals": {"delete_file": 2}}}
+    [asked] = await drive(api, session, step("ana", message="please delete notes.txt", forwardedProps=rules))
+    [interrupt] = asked.interrupts
+    digest = interrupt["responseSchema"]["properties"]["expectedArgsSha256"]["default"]
+    async with api.as_("carol") as carol:
+        edited = await carol.post(f"/sessions/{session}/calls/{interrupt['id']}/approve",
+                                  json={"args": {"path": "old.txt"}})
+        assert edited.status_code == 200 and edited.json()["outcome"] == "awaiting_more_approvals", edited.text
+    bobs = {"interruptId": interrupt["id"], "status": "resolved",
+            "payload": {"approved": True, "expectedArgsSha256": digest}}
+    [stale] = await drive(api, session, step("bob", entries=[bobs]))
+
+    assert stale.types == ["RUN_STARTED", "RUN_ERROR"], stale.events
+    assert stale.of_type("RUN_ERROR")[0]["code"] == "409" and "stale" in stale.error, stale.events
+    assert (workspace / "old.txt").exists() and (workspace / "notes.txt").exists()
+    assert not [event for event in await audit_of(api, session) if event.get("by") == "bob" and event["event"] != "refused"]
+
+
 async def test_approved_false_with_a_reason_rejects_and_the_model_reads_the_reason(api: Api) -> None:
     (api.agent.workspace / "notes.txt").write_text("notes\n")
     session = new_id()

@@ -92,6 +92,17 @@ def test_resume_entries_in_ag_ui_s_recommended_shape_become_the_api_s_decisions(
                 payload, refused.value.detail)
 
 
+def test_an_approval_can_be_bound_to_the_arguments_its_interrupt_showed() -> None:
+    """Another approver may edit the arguments between the interrupt and the resume: the digest the
+    interrupt offers, sent back, makes the decision count only for the arguments it showed."""
+    schema = interrupt_of({**APPROVAL, "args_sha256": "ab" * 32}).response_schema or {}
+    assert schema["properties"]["expectedArgsSha256"]["const"] == "ab" * 32
+    assert schema["properties"]["expectedArgsSha256"]["default"] == "ab" * 32
+    for approved, verb in ((True, "approve"), (False, "reject")):
+        assert resolution_of(entry(payload={"approved": approved, "expectedArgsSha256": "ab" * 32})) == Resolution(
+            "call_1", verb, {"expected_args_sha256": "ab" * 32})
+
+
 def test_resume_entries_in_the_older_shape_still_become_the_api_s_decisions() -> None:
     assert resolution_of(entry(status="cancelled")) == Resolution("call_1", "reject", {"reason": ABANDONED})
     assert resolution_of(entry(payload={"decision": "approve", "args": {"path": "a.txt"}})) == Resolution(
