@@ -141,7 +141,8 @@ class Channels(Part):
     email: EmailChannel | None = None
     webhooks: list[WebhookChannel] = Field(default_factory=list)
 
-    check_url = field_validator("public_url")(lambda url: url if url is None else web_address(url))
+    # Mail links carry one-use decision tokens to this address: never across a network in the clear.
+    check_url = field_validator("public_url")(lambda url: url if url is None else private_address(url))
 
     @model_validator(mode="after")
     def _links_need_an_address(self) -> "Channels":

@@ -56,6 +56,7 @@ SLACK = '"slack": {"bot_token_env": "SLACK_BOT_TOKEN", "signing_secret_env": "SL
     ('{"webhooks": [{"url": "http://10.0.0.7/hooks", "secret_env": "S"}]}', "plain http is taken only to loopback"),
     ('{"webhooks": [{"url": "https://x.example", "secret_env": "S", "full_card": "yes"}]}', "webhooks.0.full_card"),
     ("{" + SLACK + ', "api_url": "http://slack.example/api/"}}', "slack.api_url"),
+    ('{"public_url": "http://hitl.internal.example"}', "public_url: Value error, plain http is taken only to loopback"),
     ("{" + SLACK + ', "channel_may_see_every_session": true}}', "channel_may_see_every_session needs the channel"),
     ("{" + SLACK + ', "channel": "C0", "channel_may_see_every_session": "true"}}', "slack.channel_may_see_every_session"),
     ("{" + SLACK + ', "channel": "C0", "channel_sees_all": true}}', "slack.channel_sees_all: Extra inputs"),
