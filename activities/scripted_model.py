@@ -1,4 +1,4 @@
-"""The scripted model: `HITL_MODEL=scripted:PATH` plays a JSON list of replies, in order.
+"""The scripted model (`HITL_MODEL` set to `scripted:PATH`) plays a JSON list of replies, in order.
 
 For testing one's own tools without a model server: each reply is one of
 

@@ -17,7 +17,7 @@ from temporalio.worker import Worker
 
 from hitl.client.queries import BUFFER_FULL, query_now
 from tests.support.sessions import eventually
-from tests.support.slow_update import SlowToAccept, take_a_second
+from tests.support.slow_update import Gate, SlowToAccept, held_by_the_test
 
 
 async def raw_count(client: Client, session_id: str) -> str:
@@ -46,16 +46,20 @@ async def the_buffer_held(client: Client, session_id: str) -> asyncio.Task[str] 
 
 async def test_a_query_refused_while_an_update_is_judged_is_answered_once_it_is(env: WorkflowEnvironment) -> None:
     client, queue = env.client, f"slow-{uuid.uuid4().hex[:8]}"
-    async with Worker(client, task_queue=queue, workflows=[SlowToAccept], activities=[take_a_second]):
+    async with Worker(client, task_queue=queue, workflows=[SlowToAccept], activities=[held_by_the_test]):
         handle = await client.start_workflow(SlowToAccept.run, id=f"slow-{uuid.uuid4().hex[:8]}", task_queue=queue)
         assert await query_now(client, handle.id, "count") == 0
         for accepted in (1, 2):
+            Gate.close()
             update = asyncio.create_task(handle.execute_update(SlowToAccept.accept))
-            # While its local activity runs, the server keeps one query and turns the others away...
+            # While its local activity waits for the gate, the server keeps one query and turns the others away...
             kept = await eventually(lambda: the_buffer_held(client, handle.id), lambda task: task is not None,
                                     every=0.01)
             # ...these among them, each asked again until the Update's task is done: they see the Update.
-            assert await asyncio.gather(*(query_now(client, handle.id, "count") for _ in range(3))) == [accepted] * 3
+            asked = asyncio.gather(*(query_now(client, handle.id, "count") for _ in range(3)))
+            await asyncio.sleep(0.2)  # they are sent while the task is held (the answer is the same either way)
+            Gate.open()
+            assert await asked == [accepted] * 3
             assert await kept == "answered" and await update == accepted
         assert await handle.result() == 2
 

@@ -1,6 +1,7 @@
-"""A workflow whose Update keeps its workflow task in flight for a second (a local activity that
-waits that long, done within the task), which is when the server keeps one query for later and
-turns the others away ("consistent query buffer is full")."""
+"""A workflow whose Update keeps its workflow task in flight until the test lets it go (a local
+activity that waits for the test's gate, within the task): while it is in flight the server keeps
+one query for later and turns the others away ("consistent query buffer is full"). The test holds
+the task as long as it needs to see that, however slow the machine."""
 
 from __future__ import annotations
 
@@ -9,12 +10,28 @@ from datetime import timedelta
 
 from temporalio import activity, workflow
 
-IN_FLIGHT_SECONDS = 1.0
+HELD_AT_MOST_SECONDS = 120  # a test that never lets go fails its Update, rather than hanging
+
+
+class Gate:
+    """Opened by the test; the worker runs in the test's process, so one asyncio.Event serves."""
+
+    event: asyncio.Event | None = None
+
+    @classmethod
+    def close(cls) -> None:
+        cls.event = asyncio.Event()
+
+    @classmethod
+    def open(cls) -> None:
+        if cls.event is not None:
+            cls.event.set()
 
 
 @activity.defn
-async def take_a_second() -> None:
-    await asyncio.sleep(IN_FLIGHT_SECONDS)
+async def held_by_the_test() -> None:
+    if Gate.event is not None:
+        await asyncio.wait_for(Gate.event.wait(), HELD_AT_MOST_SECONDS)
 
 
 @workflow.defn(sandboxed=False)
@@ -29,7 +46,8 @@ class SlowToAccept:
 
     @workflow.update
     async def accept(self) -> int:
-        await workflow.execute_local_activity(take_a_second, start_to_close_timeout=timedelta(seconds=30))
+        await workflow.execute_local_activity(held_by_the_test,
+                                              start_to_close_timeout=timedelta(seconds=HELD_AT_MOST_SECONDS + 30))
         self.accepted += 1
         return self.accepted
 

@@ -90,6 +90,12 @@ NOT_RUN = {
     """python -c 'import base64,os; print("whsec_" + base64.b64encode(os.urandom(24)).decode())'""":
         "prints a fresh random webhook secret; tests/integration/test_signed_webhooks.py signs with secrets of that form",
     "./test.sh": "it runs this very suite: a test cannot run the suite it is part of",
+    """echo '[{"call": "refund_payment", "args": {"order_id": "A-17", "amount": 250}}, {"say": "Refunded."}]' '>' script.json""":
+        "writes the script that tests/integration/test_building_on_it.py's "
+        "test_the_worker_plays_a_script_file_and_says_so_at_start writes and plays",
+    "HITL_MODEL=scripted:script.json HITL_TOOL_MODULES=my_tools python worker.py":
+        "a worker that runs until stopped; test_building_on_it.py's test_the_worker_plays_a_script_file_and_says_so_at_start "
+        "runs it with a script file and a tool module of the tests, and reads its banner",
     "./test.sh -m unit": "a tier of this very suite (CI runs the whole of it)",
     "./test.sh -k approve -x": "it runs this very suite (a part of it): same reason",
     "HITL_RECORD_HISTORIES=tests/histories ./test.sh": "it runs this very suite and rewrites the replay corpus",
