@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hitl.decision_card import asked_by, deadline_shown
 from workflows.limits import clip
 from workflows.requests import Notification
 
@@ -42,14 +43,14 @@ def card(notification: Notification) -> tuple[str, list[dict[str, Any]]]:
     what = item.get("question") if kind == "question" else f"`{tool}`"
     headline = f"{what} {HEADLINE.get(notification.event, 'needs a person')}"
     lines = [f"*{clip(headline, 300)}*",
-             f"*Asked by:* {item.get('requested_by') or 'unknown'}" + ("" if item.get("verified") else " (not verified)"),
+             f"*Asked by:* {asked_by(item)}",
              f"*Session:* `{notification.session_id}`, call `{item.get('call_id', '?')}`"]
     if item.get("led_by"):
         lines.append(f"*Their message:* {clip(item['led_by'], 500)}")
     if item.get("because"):
         lines.append(f"*Why a person:* {clip(item['because'], 300)}")
     if item.get("deadline"):
-        lines.append(f"*Deadline:* {item['deadline']}")
+        lines.append(f"*Deadline:* {deadline_shown(item['deadline'])}")
     blocks = [text_block("\n".join(lines))]
     if kind != "question":
         blocks.append(text_block(f"*Tool:* `{tool}`\n*Arguments:*\n```{json.dumps(item.get('args', {}), indent=2, ensure_ascii=False)}```"))

@@ -29,6 +29,7 @@ from hitl.client.sessions import read_all
 from hitl.startup import model_warning
 from hitl.client.summary import session_summary
 from hitl.client.updates import execute_update_retrying
+from hitl.client.workers import TIMED_OUT, NoWorker, no_worker_line
 from hitl import telemetry
 from hitl.settings import ENCRYPTED, Settings, connect, unreachable
 from workflows.contract import (
@@ -247,7 +248,10 @@ PAGED_READS = {"transcript": (TRANSCRIPT_PAGE, "messages"), "audit": (AUDIT_PAGE
 
 async def read_query(client: Client, session_id: str, name: str) -> Any:
     """Queries as a person reads them: the transcript and audit whole, across every run of a
-    long session (hitl/client/sessions.py), retried while a run hands over to the next."""
+    long session (hitl/client/sessions.py), retried while a run hands over to the next. With no
+    worker to answer, NoWorker says so at once instead of the query's timeout."""
+    if problem := await no_worker_line(client, session_id):
+        raise NoWorker(problem)
     for attempt in range(20):
         try:
             if name in PAGED_READS:
@@ -255,6 +259,8 @@ async def read_query(client: Client, session_id: str, name: str) -> Any:
                 return await read_all(client, session_id, page_query.name, key)
             return await client.get_workflow_handle(session_id).query(READS[name].name)
         except RPCError as error:
+            if error.status in TIMED_OUT and (problem := await no_worker_line(client, session_id, live_only=True)):
+                raise NoWorker(problem) from None
             if "not scheduled yet" not in error.message or attempt == 19:
                 raise
             await asyncio.sleep(0.25)
@@ -366,7 +372,7 @@ def main() -> int:
     except telemetry.TelemetryError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except RPCError as error:
+    except (RPCError, NoWorker) as error:
         say(f"error: {error}", file=sys.stderr)
         return 1
     except RuntimeError as error:

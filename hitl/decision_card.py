@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+from datetime import datetime, timezone
 from typing import Any
 
 ARGS_SHOWN = 4_000  # characters of arguments a card shows; the web inbox shows them whole
@@ -21,6 +22,20 @@ def asked_by(item: dict[str, Any]) -> str:
     if item.get("verified") is None:
         return who
     return f"{who} ({'verified' if item['verified'] else 'asserted, not verified'})"
+
+
+def deadline_shown(deadline: str | None) -> str:
+    """A deadline as a person reads it, in UTC to the second ("2026-12-05 20:00:00 UTC"); one that
+    cannot be read as a time is shown as it came."""
+    if not deadline:
+        return "none"
+    try:
+        when = datetime.fromisoformat(deadline.replace("Z", "+00:00"))
+    except ValueError:
+        return f"{deadline} (UTC)"
+    if when.tzinfo is not None:
+        when = when.astimezone(timezone.utc)
+    return f"{when:%Y-%m-%d %H:%M:%S} UTC"
 
 
 def arguments(item: dict[str, Any]) -> str:
@@ -40,7 +55,7 @@ def rows(item: dict[str, Any]) -> list[tuple[str, str]]:
         shown.append(("Why a person", item["because"]))
     if item.get("required_approvals", 1) > 1:
         shown.append(("Approvals", f"{len(item.get('approvals', []))} of {item['required_approvals']} given"))
-    shown.append(("Deadline", f"{item['deadline']} (UTC)" if item.get("deadline") else "none"))
+    shown.append(("Deadline", deadline_shown(item.get("deadline"))))
     return shown
 
 

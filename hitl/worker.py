@@ -193,12 +193,27 @@ def describe_policy(policy: OperatorPolicy | None) -> str:
             f"sessions verified {policy.sessions.verified}; read again for every call judged")
 
 
+class ToolModulesError(Exception):
+    """A module HITL_TOOL_MODULES names cannot be found, or imports one that cannot."""
+
+
 def load_tool_modules() -> list[str]:
     """Modules named in HITL_TOOL_MODULES register their @tool functions on import."""
     names = [name.strip() for name in os.environ.get("HITL_TOOL_MODULES", "").split(",") if name.strip()]
     for name in names:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as error:
+            raise ToolModulesError(missing_module_line(name, error)) from None
     return names
+
+
+def missing_module_line(named: str, error: ModuleNotFoundError) -> str:
+    """The module itself is not found (a typo, another folder), or it imports one that is not installed."""
+    if error.name is not None and named != error.name and not named.startswith(error.name + "."):
+        return f"HITL_TOOL_MODULES: {named} imports {error.name!r}, which is not installed"
+    return (f"HITL_TOOL_MODULES: no module named {named!r} (a module name, not a file: my_tools.py in the "
+            f"folder the worker starts in, or on PYTHONPATH, is `my_tools`)")
 
 
 async def connect_with_patience(settings: Settings, patience_seconds: float) -> Client:
@@ -243,7 +258,10 @@ async def main() -> None:
     stop = stopped_by_signals()
     quiet_expected_failures()
     settings = Settings.from_env()
-    extra = load_tool_modules()
+    try:
+        extra = load_tool_modules()
+    except ToolModulesError as error:
+        raise SystemExit(f"worker: {error}") from None
     try:
         backend = backend_from_env(settings)
     except ScriptError as error:  # HITL_MODEL=scripted:PATH with a script that cannot be played
@@ -260,6 +278,8 @@ async def main() -> None:
     except (McpConfigError, PolicyError, AgentsError, ChannelsError, KeyConfigError) as error:
         raise SystemExit(f"worker: {error}") from None
     print(f"worker: operator policy: {describe_policy(policy)}")
+    if warning := model_warning():  # before connecting: a worker that cannot connect yet says it too
+        print(f"worker: {warning}", file=sys.stderr, flush=True)
     if channels.slack and channels.slack.channel and not channels.slack.shared_channel:
         print(f"worker: warning: slack.channel {channels.slack.channel} is shown no card: its members may not all see "
               "every session (say \"channel_may_see_every_session\": true if they may); each pause goes to each "
@@ -315,8 +335,6 @@ async def serve(client: Client, settings: Settings, backend: ModelBackend, tunin
           f"({settings.secured})")
     print(f"worker: identity {tuning.identity}; {tuning.describe()}")
     print(f"worker: model: {backend.description}")
-    if warning := model_warning():
-        print(f"worker: {warning}", file=sys.stderr)
     print(f"worker: workspace: {settings.workspace.resolve()}" + (f"; extra tools from {extra}" if extra else ""))
     print(f"worker: notifications: {settings.notify_url or settings.workspace / 'notifications.jsonl'}"
           + "".join(f", signed to {shown_url(hook.url)}" for hook in webhooks)

@@ -102,7 +102,7 @@ def judge(request: JudgementRequest, offered: dict[str, ToolSpec], policy: Opera
         spec = offered.get(call.name)
         if spec is not None and plan.action in ("run", "approve"):
             if plan.action == "approve":
-                plan.because = "the tool's own setting: it needs approval"
+                plan.because = tool_reason(spec)
             if policy_error is not None:
                 plan = _asks(plan, f"the operator's policy cannot be read ({clip(policy_error, 300)})", untrusted=True)
             elif policy is not None:
@@ -124,6 +124,13 @@ def judge(request: JudgementRequest, offered: dict[str, ToolSpec], policy: Opera
                              and not (policy and policy.needs_approval_when_untrusted(plan.tool))) or None
         plans.append(_recorded(plan, call))
     return Judgement(plans=plans, new_pins=new_pins)
+
+
+def tool_reason(spec: ToolSpec) -> str:
+    """Why the tool itself asks a person: its flag, or its predicate on this call's arguments."""
+    if callable(spec.needs_approval):
+        return "the tool's own rule for these arguments: it needs approval"
+    return "the tool's own setting: it needs approval"
 
 
 def _recorded(plan: PlannedCall, call: ToolCall) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 import threading
 from typing import Any
 
@@ -20,6 +21,7 @@ from hitl.console.progress import Activity, WorkingIndicator
 from hitl.console.render import args_diff, context_lines, field_hint, headline, render_message, say, shown
 from hitl.client.summary import session_summary
 from hitl.client.updates import execute_update_retrying
+from hitl.client.workers import session_queue, unpolled_queue_line
 from hitl.settings import ENCRYPTED
 from workflows.contract import (
     ANSWER, APPROVE, CANCEL, PENDING, REJECT, STATUS, TRANSCRIPT, USER_MESSAGE, WORKFLOW, WORKFLOW_RESULT, Update,
@@ -83,8 +85,9 @@ def _settle(line: asyncio.Future[str], text: str | None, error: BaseException | 
 
 class Chat:
     def __init__(self, client: Client, task_queue: str, session_id: str, by: str,
-                 started_with: str = "starter.py chat") -> None:
+                 started_with: str = "starter.py chat", check_worker: bool = True) -> None:
         self.client = client
+        self.check_worker = check_worker  # the demo runs its own worker, which may not have polled yet
         self.started_with = started_with
         self.task_queue = task_queue
         self.session_id = session_id
@@ -100,6 +103,9 @@ class Chat:
 
     async def run(self) -> int:
         say(f"(session {self.session_id}; Ctrl-C or Ctrl-D leaves it where it is, /cancel ends it)")
+        if problem := await self.missing_worker():
+            say(f"error: {problem}", file=sys.stderr)
+            return 1
         try:
             handle = await self.attach()
             while True:
@@ -131,6 +137,13 @@ class Chat:
         except asyncio.CancelledError:
             self.leave()
             raise
+
+    async def missing_worker(self) -> str | None:
+        """Without a worker, the session's first query would wait a minute and time out: say it now."""
+        if not self.check_worker:
+            return None
+        task_queue = await session_queue(self.client, self.session_id) or self.task_queue
+        return await unpolled_queue_line(self.client, task_queue)
 
     def leave(self) -> None:
         say(f"\n(left session {self.session_id}; it keeps its place: run the same command to reattach)")

@@ -128,7 +128,7 @@ async def _run_demo(settings: Settings, session_id: str, by: str) -> int:
         print(f"(model: {backend.description}; workspace: {settings.workspace.resolve()})")
         client = await (connect_when_ready(settings.address, settings.namespace) if server else connect(settings))
         async with build_worker(client, settings.task_queue, backend, settings.workspace):
-            return await Chat(client, settings.task_queue, session_id, by, started_with="./demo.sh").run()
+            return await Chat(client, settings.task_queue, session_id, by, started_with="./demo.sh", check_worker=False).run()
     finally:
         if server is not None:
             stop_dev_server(server)

@@ -18,7 +18,7 @@ from activities.mcp.sandbox import make_undumpable
 from activities.tools import CATALOG
 from hitl.catalog import SchemaToolSpec, ToolSpec
 from hitl.console.render import print_json, say
-from hitl.worker import load_tool_modules
+from hitl.worker import ToolModulesError, load_tool_modules
 
 
 def source_of(spec: ToolSpec) -> str:
@@ -31,10 +31,10 @@ def source_of(spec: ToolSpec) -> str:
 
 async def list_tools(as_json: bool) -> int:
     make_undumpable()  # it starts the MCP servers too
-    load_tool_modules()
     try:
+        load_tool_modules()
         toolbox = toolbox_from_env()
-    except McpConfigError as error:
+    except (ToolModulesError, McpConfigError) as error:
         say(f"error: {error}", file=sys.stderr)
         return 2
     async with toolbox:

@@ -7,8 +7,11 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
+
+from temporalio.testing import WorkflowEnvironment
 
 from hitl.devserver import temporal_binary
 from tests.support.sessions import Agent, eventually, settled
@@ -166,6 +169,38 @@ async def test_a_decision_no_worker_takes_is_given_up_with_a_reason(agent: Agent
     waited = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
     assert waited.returncode == 1, (waited.stdout, waited.stderr)
     assert "no answer from the session yet" in waited.stderr and "is a worker running" in waited.stderr
+
+
+def no_worker_line(task_queue: str) -> str:
+    return (f"error: no worker polls task queue {task_queue}: start one with `python worker.py` "
+            f"(HITL_TASK_QUEUE={task_queue}, and the same TEMPORAL_ADDRESS and namespace)")
+
+
+async def test_reading_a_session_no_worker_polls_says_so_in_one_line(env: WorkflowEnvironment) -> None:
+    """`status` and `pending` with no worker waited for the query's deadline and printed
+    `error: Timeout expired` (issue 37): they say at once what to start."""
+    from workflows.agent import AgentWorkflow
+
+    queue = f"nobody-polls-{uuid.uuid4().hex[:8]}"
+    await env.client.start_workflow(AgentWorkflow.run, {"message": "hello"}, id=f"cli-{queue}", task_queue=queue)
+    environ = {**os.environ, "TEMPORAL_ADDRESS": env.client.service_client.config.target_host, "HITL_TASK_QUEUE": queue}
+    for command in ("status", "pending", "transcript"):
+        read = await asyncio.to_thread(
+            subprocess.run, [sys.executable, str(ROOT / "starter.py"), command, f"cli-{queue}"],
+            capture_output=True, text=True, timeout=60, env=environ, cwd=ROOT)
+        assert read.returncode == 1, (command, read.stdout, read.stderr)
+        assert read.stderr.strip().splitlines() == [no_worker_line(queue)], (command, read.stderr)
+
+
+async def test_the_chat_with_no_worker_says_so_instead_of_waiting(env: WorkflowEnvironment) -> None:
+    """The chat sat silent for a minute, then printed `error: Timeout expired`."""
+    queue = f"nobody-polls-{uuid.uuid4().hex[:8]}"
+    environ = {**os.environ, "TEMPORAL_ADDRESS": env.client.service_client.config.target_host, "HITL_TASK_QUEUE": queue}
+    chat = await asyncio.to_thread(
+        subprocess.run, [sys.executable, str(ROOT / "starter.py"), "chat", "--session", f"chat-{queue}"],
+        input="hello\n", capture_output=True, text=True, timeout=60, env=environ, cwd=ROOT)
+    assert chat.returncode == 1, (chat.stdout, chat.stderr)
+    assert chat.stderr.strip().splitlines() == [no_worker_line(queue)], chat.stderr
 
 
 async def test_a_call_id_is_taken_where_people_type_it(agent: Agent) -> None:

@@ -15,6 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.mail import Mailer, mailer
 from activities.offline_model import OfflineModel
 from hitl.channels import channels_from_env
+from hitl.decision_card import deadline_shown
 from hitl.email_links import link_key_from_seed, read_link_token
 from hitl.worker import build_worker
 from tests.support.mail_server import Inbox, html_of, links_in, mail_server, text_of
@@ -63,7 +64,7 @@ async def test_the_approver_gets_the_card_and_one_link_per_choice(
     assert mail["Subject"] == "Decision needed: dave needs you to approve delete_file"
     text = text_of(mail)
     for line in ("Asked by: dave", "Their message: please delete notes.txt", "Tool: delete_file",
-                 f"Why a person: {item['because']}", f"Deadline: {item['deadline']} (UTC)", '"path": "notes.txt"'):
+                 f"Why a person: {item['because']}", f"Deadline: {deadline_shown(item['deadline'])}", '"path": "notes.txt"'):
         assert line in text, (line, text)
     assert "notes.txt" in html_of(mail) and "<script" not in html_of(mail)
     links = links_in(mail)
