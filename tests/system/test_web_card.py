@@ -128,3 +128,22 @@ async def test_a_destructive_call_is_approved_only_once_confirmed(api: Api, brow
         return not (api.agent.workspace / "notes.txt").exists()
 
     await eventually(deleted, bool)
+
+
+async def test_a_claim_that_has_ended_offers_claim_again_without_a_reload(api: Api, browser: Any) -> None:
+    """carol's claim of a few seconds ends while bob looks at the card: the card offers him Claim
+    again by itself (a claim past its time holds nothing)."""
+    started = await api.start("ana", "please delete notes.txt", participants=["bob", "carol"],
+                              approvers={"delete_file": ["bob", "carol"]})
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+    async with api.as_("carol") as carol:
+        claimed = await carol.post(f"/sessions/{session}/calls/{call}/claim", json={"for_seconds": 3})
+    assert claimed.status_code == 200, claimed.text
+    card = await open_card(browser, api, "bob", session, call)
+    await asyncio.to_thread(browser.execute_script, "window.notReloaded = true")
+    # Seen held, unless this machine took the claim's three seconds to draw the card.
+    if not shown(f"{card} .claim-button")(browser):
+        assert text_of(f"{card} [data-role=claim]")(browser).startswith("claimed by carol until")
+    await until(browser, shown(f"{card} .claim-button"))
+    assert not find(f"{card} [data-role=claim]")(browser)
+    assert await asyncio.to_thread(browser.execute_script, "return window.notReloaded === true")

@@ -139,6 +139,8 @@ async function refreshInbox() {
     due.textContent = relativeDeadline(due.title);
     due.classList.toggle("overdue", due.textContent === "overdue");
   }
+  const claims = [...document.querySelectorAll('[data-role="claim"]')];
+  if (claims.some((held) => new Date(held.title).getTime() <= Date.now())) refreshPending();  // a claim ended: Claim again
   const items = answer.data;
   $("count").textContent = `(${items.length})`;
   $("empty").hidden = items.length > 0;
@@ -231,12 +233,13 @@ function claimRow(item) {
       el("button", { type: "button", class: "claim-button", onclick: () => decide(item, "claim", {}) }, "Claim"));
   }
   const until = new Date(item.claim_until).toLocaleTimeString();
+  // `title`: the claim's end, so the inbox's timer redraws the card once it has passed.
+  const held = (text) => el("span", { class: "hint", "data-role": "claim", title: item.claim_until }, text);
   if (who === state.person) {
-    return el("div", { class: "claim" },
-      el("span", { class: "hint", "data-role": "claim" }, `claimed by you until ${until}`),
+    return el("div", { class: "claim" }, held(`claimed by you until ${until}`),
       el("button", { type: "button", class: "release-button", onclick: () => decide(item, "release", {}) }, "Release"));
   }
-  return el("div", { class: "claim" }, el("span", { class: "hint", "data-role": "claim" }, `claimed by ${who} until ${until}`));
+  return el("div", { class: "claim" }, held(`claimed by ${who} until ${until}`));
 }
 
 // What a person needs to decide well, each line only when the session says it: who asked (and whether
@@ -268,7 +271,6 @@ function context(item) {
   if (item.approvers) rules.push(`approvers: ${item.approvers.join(", ")}`);
   if (item.required_approvals > 1) rules.push(`${(item.approvals || []).length} of ${item.required_approvals} approvals`);
   if (item.four_eyes) rules.push("four eyes: the asker may not approve");
-  if (item.claimed_by) rules.push(`claimed by ${item.claimed_by} until ${new Date(item.claim_until).toLocaleTimeString()}`);
   if (rules.length) row("Rules", "rules", rules.join(" · "));
   return el("dl", { class: "context" }, ...rows);
 }
