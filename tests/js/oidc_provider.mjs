@@ -1,7 +1,8 @@
 // A real OpenID provider for the single sign-on tests (tests/support/openid.py starts it):
 // panva's certified oidc-provider, issuing JWT access tokens (RFC 9068) for resource indicators.
 //
-//   PORT=<port> [ISSUER_PATH=/] [KEYS='{"keys":[...private JWKs...]}'] [JWKS_MAX_AGE=<seconds>] node oidc_provider.mjs
+//   PORT=<port> [ISSUER_PATH=/] [KEYS='{"keys":[...private JWKs...]}'] [JWKS_MAX_AGE=<seconds>]
+//     [AUDIENCES='["hitl-api", ...]'] node oidc_provider.mjs
 //
 // Accounts: any login name at the provider's development login form; ana, bob and carol have
 // a verified email and groups. POST /test/account {"login": ..., "claims": {...}} gives a login
@@ -10,7 +11,8 @@
 // REDIRECT_URI, and "web", the web inbox of an API on any loopback port. POST /test/rotate makes
 // a new signing key the one in use (the old one stays published for the tokens it signed);
 // POST /test/retire stops publishing every key but the one in use. With JWKS_MAX_AGE the key set
-// is served with `Cache-Control: max-age=<seconds>`. On start it prints one JSON line:
+// is served with `Cache-Control: max-age=<seconds>`. AUDIENCES: the resources (audiences) it issues
+// access tokens for, the first the default (docs/sso.md's recipes each name their own). On start it prints one JSON line:
 // {"issuer": ..., "keys": {...the private key set, for a second provider with the same keys...}}.
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -20,7 +22,10 @@ import Provider from 'oidc-provider';
 const port = Number(process.env.PORT);
 const issuer = `http://127.0.0.1:${port}`;
 const redirectUri = process.env.REDIRECT_URI || 'http://127.0.0.1/callback';
-const audiences = ['https://hitl.test/api', 'https://elsewhere.test/api'];
+const audiences = process.env.AUDIENCES ? JSON.parse(process.env.AUDIENCES) : ['https://hitl.test/api', 'https://elsewhere.test/api'];
+// A resource indicator is an absolute URI: an audience that is a bare name (Keycloak's `hitl-api`,
+// Entra's application id) is asked for as urn:audience:<name> (tests/support/openid.py, resource_of).
+const resourceOf = (audience) => (audience.includes(':') ? audience : `urn:audience:${audience}`);
 const people = {
   ana: { email: 'ana@example.com', email_verified: true, groups: ['payments', 'staff'] },
   bob: { email: 'bob@example.com', email_verified: true, groups: ['staff'] },
@@ -71,13 +76,14 @@ function configuration(keys) {
       devInteractions: { enabled: true },
       resourceIndicators: {
         enabled: true,
-        defaultResource: async () => audiences[0],
+        defaultResource: async () => resourceOf(audiences[0]),
         useGrantedResource: async () => true,
         getResourceServerInfo: async (ctx, resource, client) => {
-          if (!audiences.includes(resource)) throw new Provider.errors.InvalidTarget();
+          const audience = audiences.find((name) => resourceOf(name) === resource);
+          if (audience === undefined) throw new Provider.errors.InvalidTarget();
           return {
             scope: 'api',
-            audience: resource,
+            audience,
             accessTokenFormat: 'jwt',
             accessTokenTTL: client.clientId === 'short-lived' ? 6 : 3600,
             jwt: { sign: { alg: 'RS256' } },

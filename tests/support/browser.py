@@ -69,3 +69,10 @@ def click(selector: str) -> Callable[[Any], bool]:
 
 def text_of(selector: str) -> Callable[[Any], str]:
     return lambda browser: " ".join(e.text for e in find(selector)(browser))
+
+
+async def approve_and_confirm(browser: Any, card: str) -> None:
+    """Approve from a card and confirm it: an edited or destructive call's Approve only asks."""
+    await until(browser, click(f"{card} button.approve:not(.confirm-approval)"))
+    [confirm] = await until(browser, lambda b: [e for e in find(f"{card} button.confirm-approval")(b) if e.is_displayed()])
+    await asyncio.to_thread(confirm.click)

@@ -34,6 +34,11 @@ OTHER_AUDIENCE = "https://elsewhere.test/api"
 REDIRECT_URI = "http://127.0.0.1/callback"  # never fetched: the code is read from the redirect
 
 
+def resource_of(audience: str) -> str:
+    """The resource indicator (an absolute URI) the provider issues `audience`'s tokens for."""
+    return audience if ":" in audience else f"urn:audience:{audience}"
+
+
 @dataclass
 class OpenID:
     """A running provider: its issuer URL and its private key set (as it signs with them)."""
@@ -113,14 +118,18 @@ async def through_login(http: httpx.AsyncClient, answer: httpx.Response, login: 
 
 
 @contextmanager
-def running_provider(keys: dict[str, Any] | None = None, *, jwks_max_age: int | None = None) -> Iterator[OpenID]:
+def running_provider(keys: dict[str, Any] | None = None, *, jwks_max_age: int | None = None,
+                     audiences: list[str] | None = None) -> Iterator[OpenID]:
     """The provider as a node process on a free port (with `keys`: the same keys as another one;
-    with `jwks_max_age`: its key set served with that Cache-Control max-age)."""
+    with `jwks_max_age`: its key set served with that Cache-Control max-age; with `audiences`: the
+    audiences it issues access tokens for instead of AUDIENCE and OTHER_AUDIENCE)."""
     environment = {"PORT": str(free_port()), "REDIRECT_URI": REDIRECT_URI, "PATH": "/usr/local/bin:/usr/bin:/bin"}
     if keys is not None:
         environment["KEYS"] = json.dumps(keys)
     if jwks_max_age is not None:
         environment["JWKS_MAX_AGE"] = str(jwks_max_age)
+    if audiences is not None:
+        environment["AUDIENCES"] = json.dumps(audiences)
     process = subprocess.Popen(["node", "oidc_provider.mjs"], cwd=JS, env=environment,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.api_server import Api, api, scripted_api, signing_key, token_of  # noqa: F401  (fixtures)
 from tests.integration.test_sub_agents_api import delegating_api  # noqa: F401  (a fixture)
-from tests.support.browser import NEEDS_CHROMIUM, browser, click, find, text_of, until  # noqa: F401  (browser: a fixture)
+from tests.support.browser import NEEDS_CHROMIUM, approve_and_confirm, browser, click, find, text_of, until  # noqa: F401  (browser: a fixture)
 from tests.support.sessions import eventually
 from tests.support.fake_openai import FakeOpenAI, completion, text, tool_calls
 
@@ -83,8 +83,8 @@ async def test_approve_with_an_edited_argument_and_see_the_result_arrive_live(ap
     # What approving does follows the edit: it no longer promises the model's notes.txt.
     assert text_of(f"{card} [data-role=approving]")(browser) == \
         "Approve with edits: runs delete_file with your edited arguments (above) now"
-    await until(browser, click(f"{card} button.approve:not(.confirm-edit)"))
-    [confirm] = await until(browser, lambda b: [e for e in find(f"{card} button.confirm-edit")(b) if e.is_displayed()])
+    await until(browser, click(f"{card} button.approve:not(.confirm-approval)"))
+    [confirm] = await until(browser, lambda b: [e for e in find(f"{card} button.confirm-approval")(b) if e.is_displayed()])
     await screenshot(browser, "web-inbox.png")  # the pause, its edited argument and the diff, the live events
     assert (api.agent.workspace / "draft.txt").exists(), "an edited approval ran before it was confirmed"
     await asyncio.to_thread(confirm.click)
@@ -102,8 +102,8 @@ async def test_approve_with_an_edited_argument_and_see_the_result_arrive_live(ap
 
     # The other session waits on a question: its answer box says what to type.
     await until(browser, click(f'button.item[data-session="{waiting["session_id"]}"]'))
-    [free] = await until(browser, find(".pending-item.question input.free-answer"))
-    assert "answer" in free.get_attribute("placeholder").lower()
+    await until(browser, find(".pending-item.question input.free-answer"))
+    assert "answer" in text_of(".pending-item.question .answer-label")(browser).lower()
 
 
 async def test_the_card_shows_what_the_model_said_and_an_edit_as_a_diff(scripted_api: tuple[Api, FakeOpenAI], browser: Any) -> None:
@@ -130,8 +130,8 @@ async def test_the_card_shows_what_the_model_said_and_an_edit_as_a_diff(scripted
     await asyncio.to_thread(body.send_keys, "See you at one.")
     diff = await until(browser, text_of(f"{card} [data-role=diff]"))
     assert 'body: "See you at noon." → "See you at one."' in diff and "subject" not in diff, diff
-    await until(browser, click(f"{card} button.approve:not(.confirm-edit)"))
-    [confirm] = await until(browser, lambda b: [e for e in find(f"{card} button.confirm-edit")(b) if e.is_displayed()])
+    await until(browser, click(f"{card} button.approve:not(.confirm-approval)"))
+    [confirm] = await until(browser, lambda b: [e for e in find(f"{card} button.confirm-approval")(b) if e.is_displayed()])
     await screenshot(browser, "web-card.png")
     await asyncio.to_thread(confirm.click)
     await until(browser, lambda b: [e for e in find('#events li[data-type="pause_settled"]')(b) if "edited by bob" in e.text])
@@ -336,7 +336,7 @@ async def test_a_sub_agents_call_is_decided_from_the_web_inbox_at_its_root(deleg
     await until(browser, find(f"{card} button.approve"))
     assert text_of(f"{card} [data-role=asked-by]")(browser).startswith("janitor, for ana"), \
         text_of(f"{card} [data-role=asked-by]")(browser)
-    await until(browser, click(f"{card} button.approve:not(.confirm-edit)"))
+    await approve_and_confirm(browser, card)  # delete_file is destructive
 
     async def deleted() -> bool:
         return not (api.agent.workspace / "notes.txt").exists()

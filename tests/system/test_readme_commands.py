@@ -90,6 +90,8 @@ NOT_RUN = {
     """python -c 'import base64,os; print("whsec_" + base64.b64encode(os.urandom(24)).decode())'""":
         "prints a fresh random webhook secret; tests/integration/test_signed_webhooks.py signs with secrets of that form",
     "./test.sh": "it runs this very suite: a test cannot run the suite it is part of",
+    "python -m aiosmtpd -n -l 127.0.0.1:8025": "a mail server that runs until stopped; tests/system/test_mail_example.py "
+                                                "runs it as printed on a free port and reads the mail it prints",
     """echo '[{"call": "refund_payment", "args": {"order_id": "A-17", "amount": 250}}, {"say": "Refunded."}]' '>' script.json""":
         "writes the script that tests/integration/test_building_on_it.py's "
         "test_the_worker_plays_a_script_file_and_says_so_at_start writes and plays",

@@ -9,7 +9,7 @@ from typing import Any
 from tests.integration.test_sub_agents_approver import bobs_delegated_delete, policy_api  # noqa: F401  (a fixture)
 from tests.system.test_api_web import sign_in
 from tests.support.api_server import Api, signing_key  # noqa: F401  (a fixture)
-from tests.support.browser import NEEDS_CHROMIUM, browser, click, find, text_of, until  # noqa: F401  (browser: a fixture)
+from tests.support.browser import NEEDS_CHROMIUM, approve_and_confirm, browser, click, find, text_of, until  # noqa: F401  (browser: a fixture)
 from tests.support.sessions import eventually
 
 pytestmark = NEEDS_CHROMIUM
@@ -23,7 +23,7 @@ async def test_a_childs_approver_sees_and_approves_its_card_at_the_root(policy_a
     card = f'.pending-item[data-call="{row["call_id"]}"]'
     await until(browser, find(f"{card} button.approve"))
     assert len(find(".pending-item")(browser)) == 1
-    await until(browser, click(f"{card} button.approve:not(.confirm-edit)"))
+    await approve_and_confirm(browser, card)  # delete_file is destructive
     said = await until(browser, lambda b: (text := text_of("#decision-result")(b)).startswith("approve") and text)
     assert said == "approve: awaiting_more_approvals", said  # 1 of 2: carol's vote is still wanted
     async with api.as_("bob") as bob:

@@ -20,7 +20,7 @@ from hitl.api.web_sign_in import SESSION_COOKIE, WebSignIn
 from tests.support.api_server import Api, serving, signing_key  # noqa: F401  (fixtures)
 from tests.support.openid import AUDIENCE, OpenID, openid  # noqa: F401  (fixtures)
 from tests.support.sessions import eventually, running_agent
-from tests.support.browser import NEEDS_CHROMIUM, browser, click, find, text_of, until  # noqa: F401  (browser: a fixture)
+from tests.support.browser import NEEDS_CHROMIUM, approve_and_confirm, browser, click, find, text_of, until  # noqa: F401  (browser: a fixture)
 
 pytestmark = NEEDS_CHROMIUM
 
@@ -68,7 +68,7 @@ async def test_ana_signs_in_at_her_provider_decides_from_the_inbox_and_signs_out
 
     await until(browser, click(f'button.item[data-session="{session}"]'))
     card = f'.pending-item[data-call="{call}"]'
-    await until(browser, click(f"{card} button.approve:not(.confirm-edit)"))
+    await approve_and_confirm(browser, card)  # delete_file is destructive
     await until(browser, lambda b: b.find_element("id", "decision-result").text == "approve: approved")
     async with web_api.as_("olga") as owner:
         await eventually(lambda: owner.get(f"/sessions/{session}"), lambda answer: answer.json()["state"] == "idle")

@@ -139,6 +139,8 @@ async function refreshInbox() {
     due.textContent = relativeDeadline(due.title);
     due.classList.toggle("overdue", due.textContent === "overdue");
   }
+  const claims = [...document.querySelectorAll('[data-role="claim"]')];
+  if (claims.some((held) => new Date(held.title).getTime() <= Date.now())) refreshPending();  // a claim ended: Claim again
   const items = answer.data;
   $("count").textContent = `(${items.length})`;
   $("empty").hidden = items.length > 0;
@@ -169,8 +171,15 @@ async function openSession(sessionId) {
   $("detail").hidden = false;
   $("session-id").textContent = sessionId;
   $("decision-result").textContent = "";
+  bringIntoView($("detail"));
   showPending();
   refreshInbox();
+}
+
+// On a phone the card sits under the list, maybe a screen or more below the row just tapped.
+function bringIntoView(element) {
+  const box = element.getBoundingClientRect();
+  if (box.top < 0 || box.top > window.innerHeight * 0.5) element.scrollIntoView({ block: "start" });
 }
 
 function showPending() {
@@ -194,7 +203,7 @@ async function refreshPending() {
 }
 
 function version(item) {
-  return JSON.stringify([item.call_id, item.args_sha256, item.approvals, item.claimed_by, item.claim_until, item.approvers]);
+  return JSON.stringify([item.call_id, item.args_sha256, item.approvals, holder(item), item.claim_until, item.approvers]);
 }
 
 function pendingCard(item) {
@@ -206,10 +215,31 @@ function pendingCard(item) {
   if (item.kind === "approval") card.append(approvalForm(item));
   else if (item.kind === "question") card.append(questionForm(item));
   else card.append(reviewForm(item));
-  card.append(el("div", { class: "claim" },
-    el("button", { type: "button", class: "claim-button", onclick: () => decide(item, "claim", {}) }, "Claim"),
-    el("button", { type: "button", class: "release-button", onclick: () => decide(item, "release", {}) }, "Release")));
+  card.append(claimRow(item));
   return card;
+}
+
+// Who holds the call now: a claim past its time holds nothing (workflows/pauses.py, `claimant`).
+function holder(item) {
+  return item.claimed_by && item.claim_until && new Date(item.claim_until).getTime() > Date.now() ? item.claimed_by : null;
+}
+
+// Claim when nobody holds the call; Release to its holder only; anyone else reads who holds it
+// (the workflow refuses their claim, release and decision until the claim ends).
+function claimRow(item) {
+  const who = holder(item);
+  if (who === null) {
+    return el("div", { class: "claim" },
+      el("button", { type: "button", class: "claim-button", onclick: () => decide(item, "claim", {}) }, "Claim"));
+  }
+  const until = new Date(item.claim_until).toLocaleTimeString();
+  // `title`: the claim's end, so the inbox's timer redraws the card once it has passed.
+  const held = (text) => el("span", { class: "hint", "data-role": "claim", title: item.claim_until }, text);
+  if (who === state.person) {
+    return el("div", { class: "claim" }, held(`claimed by you until ${until}`),
+      el("button", { type: "button", class: "release-button", onclick: () => decide(item, "release", {}) }, "Release"));
+  }
+  return el("div", { class: "claim" }, held(`claimed by ${who} until ${until}`));
 }
 
 // What a person needs to decide well, each line only when the session says it: who asked (and whether
@@ -241,14 +271,18 @@ function context(item) {
   if (item.approvers) rules.push(`approvers: ${item.approvers.join(", ")}`);
   if (item.required_approvals > 1) rules.push(`${(item.approvals || []).length} of ${item.required_approvals} approvals`);
   if (item.four_eyes) rules.push("four eyes: the asker may not approve");
-  if (item.claimed_by) rules.push(`claimed by ${item.claimed_by} until ${new Date(item.claim_until).toLocaleTimeString()}`);
   if (rules.length) row("Rules", "rules", rules.join(" · "));
   return el("dl", { class: "context" }, ...rows);
 }
 
+// What a field is for is a label above it: a placeholder a phone's narrow field cuts says nothing.
+function labelled(text, input, cls) {
+  return el("label", { class: `above${cls ? " " + cls : ""}` }, el("span", { class: "hint" }, text), input);
+}
+
 function rejectRow(item, label) {
-  const why = el("input", { type: "text", class: "reason", placeholder: "reason (the model reads it)", "aria-label": "reason" });
-  return el("div", { class: "row" }, why,
+  const why = el("input", { type: "text", class: "reason" });
+  return el("div", { class: "row" }, labelled("Reason (optional; the model reads it)", why),
     el("button", { type: "button", class: "reject", onclick: () => decide(item, "reject", why.value ? { reason: why.value } : {}) }, label));
 }
 
@@ -291,14 +325,23 @@ function approvalForm(item) {
     }
     return { edited };
   };
-  // An edit is shown as a diff against the model's arguments, and approved only once confirmed.
+  // An edit is shown as a diff against the model's arguments; an edited or a destructive call is
+  // approved only once confirmed: no single click runs either.
   const diff = el("div", { class: "diff", "data-role": "diff", hidden: true });
   const approveButton = el("button", { type: "button", class: "approve" }, "Approve");
   const approving = consequence("Approve", item);
-  const confirmRow = el("div", { class: "row confirm", hidden: true },
-    el("span", {}, "Run it with your edits (above) instead of the model's arguments?"),
-    el("button", { type: "button", class: "approve confirm-edit", onclick: () => send(true) }, "Confirm edited approval"),
-    el("button", { type: "button", class: "cancel-edit", onclick: () => { confirmRow.hidden = true; } }, "Not yet"));
+  const comment = el("input", { type: "text", class: "comment", "data-role": "comment" });
+  const confirmText = el("span", {});
+  const confirmButton = el("button", { type: "button", class: "approve confirm-approval", onclick: () => send(true) });
+  const confirmRow = el("div", { class: "row confirm", hidden: true }, confirmText, confirmButton,
+    el("button", { type: "button", class: "cancel-confirm", onclick: () => { confirmRow.hidden = true; } }, "Not yet"));
+  const askToConfirm = (edited) => {
+    const destructive = item.destructive ? `${item.tool} is destructive. ` : "";
+    confirmText.textContent = edited ? `${destructive}Run it with your edits (above) instead of the model's arguments?`
+      : `${destructive}Run it now?`;
+    confirmButton.textContent = edited ? "Confirm edited approval" : "Confirm approval";
+    confirmRow.hidden = false;
+  };
   // Absent means allowed; the operator's policy says false where it forbids it; several approvals are never remembered.
   const remember = item.remember_allowed !== false && !(item.required_approvals > 1)
     ? el("label", { class: "remember hint" }, el("input", { type: "checkbox", "data-role": "remember" }),
@@ -310,31 +353,32 @@ function approvalForm(item) {
     diff.replaceChildren(...(error ? [el("p", { class: "error" }, error)]
       : changes.length ? [el("p", { class: "hint" }, "Your edits, against the model's arguments:"), ...diffView(changes)] : []));
     diff.hidden = !error && changes.length === 0;
-    approveButton.textContent = changes.length ? "Approve with edits…" : "Approve";
+    approveButton.textContent = changes.length ? "Approve with edits…" : item.destructive ? "Approve…" : "Approve";
     // The tool's words were said of the model's arguments: an edit runs it with others.
     if (approving) approving.textContent = changes.length
       ? `Approve with edits: runs ${item.tool} with your edited arguments (above) now` : `Approve: ${item.approving}`;
-    if (!changes.length) confirmRow.hidden = true;
     return { edited, error, changes };
   };
   const send = (confirmed) => {
     const { edited, error, changes } = refreshDiff();
     if (error) { say(error, true); return; }
-    if (changes.length && !confirmed) { confirmRow.hidden = false; return; }
+    if ((changes.length || item.destructive) && !confirmed) { askToConfirm(changes.length > 0); return; }
     const body = { expected_args_sha256: item.args_sha256 };
     if (changes.length) body.args = edited;
+    if (comment.value.trim()) body.comment = comment.value.trim();
     if (remember && remember.querySelector("input").checked) body.remember = { scope: "tool", for_seconds: 3600 };
     decide(item, "approve", body);
   };
   approveButton.addEventListener("click", () => send(false));
-  for (const { input } of inputs) input.addEventListener("input", refreshDiff);
+  // A confirmation is of the arguments it was asked about: any later edit asks again.
+  for (const { input } of inputs) input.addEventListener("input", () => { confirmRow.hidden = true; refreshDiff(); });
   return el("div", { class: "form" },
     item.args_truncated ? el("p", { class: "hint" }, "Arguments are long: shown from the session.") : "",
     ...inputs.map(({ name, input }) => el("label", {}, el("span", {}, name), input)),
     diff,
     remember,
     approving,
-    el("div", { class: "row" }, approveButton),
+    el("div", { class: "row" }, labelled("Comment (optional; the model and the audit read it)", comment), approveButton),
     confirmRow,
     rejectRow(item, "Reject"));
 }
@@ -357,9 +401,8 @@ function questionForm(item) {
     parts.push(el("div", { class: "row choices" }, ...item.choices.map((choice) =>
       el("button", { type: "button", class: "choice", "data-choice": choice, onclick: () => decide(item, "answer", { answer: choice }) }, choice))));
   } else {
-    const text = el("input", { type: "text", class: "free-answer", "aria-label": "answer",
-      placeholder: "Type your answer (the agent takes it as a fact)" });
-    parts.push(el("div", { class: "row" }, text,
+    const text = el("input", { type: "text", class: "free-answer" });
+    parts.push(el("div", { class: "row" }, labelled("Your answer (the agent takes it as a fact)", text, "answer-label"),
       el("button", { type: "button", class: "answer", onclick: () => decide(item, "answer", { answer: text.value }) }, "Answer")));
   }
   parts.push(rejectRow(item, "Decline"));
@@ -382,7 +425,7 @@ function fieldInput(field) {
     const html = { number: "number", integer: "number" }[type] || "text";
     const isDate = type === "date";
     input = el("input", { type: html, "data-field": field.name, step: type === "number" ? "any" : null,
-      required: field.required !== false, placeholder: isDate ? "YYYY-MM-DD" : field.description || type,
+      required: field.required !== false, placeholder: isDate ? "YYYY-MM-DD" : null,
       pattern: isDate ? "\\d{4}-\\d{2}-\\d{2}" : null, inputmode: isDate ? "numeric" : null });
   }
   const read = () => {
