@@ -31,6 +31,7 @@ from hitl.client.summary import session_summary
 from hitl.client.updates import execute_update_retrying
 from hitl.client.workers import TIMED_OUT, NoWorker, no_worker_line
 from hitl import telemetry
+from hitl.evidence import command as evidence_command
 from hitl.settings import ENCRYPTED, Settings, connect, unreachable
 from workflows.contract import (
     ANSWER, APPROVE, AUDIT_PAGE, CANCEL, PENDING, REJECT, STATUS, TRANSCRIPT_PAGE, USER_MESSAGE, WORKFLOW,
@@ -118,6 +119,8 @@ def parser() -> OneLineParser:
 
     commands.add_parser("tools", help="every tool the worker offers (built-in, user, MCP) and its approval policy")
 
+    evidence_command.add_parser(commands)
+
     serve = commands.add_parser("serve", help="the HTTP API and codec endpoint (HITL_API_HOST:HITL_API_PORT)")
     serve.add_argument("--host", help="default: HITL_API_HOST or 127.0.0.1")
     serve.add_argument("--port", type=int, help="default: HITL_API_PORT or 8000")
@@ -175,6 +178,8 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         return await start(client, settings, args)
     if args.command == "inbox":
         return await show_inbox(client, args)
+    if args.command == "evidence":
+        return await evidence_command.export(client, args)
     if args.command == "watch":
         from hitl.console.watch import watch
 
@@ -363,6 +368,12 @@ def main() -> int:
         from hitl.console.tools import list_tools
 
         return asyncio.run(list_tools(args.json))
+    if args.command == "evidence":
+        done = evidence_command.offline(args)
+        if done is not None:
+            return done
+        if problem := evidence_command.export_problem(args):
+            root.command_parser(args).error(problem)
     settings = Settings.from_env()
     if args.command == "demo" and (warning := model_warning()):  # the demo runs a worker; so does worker.py
         print(warning, file=sys.stderr)

@@ -123,7 +123,7 @@ def judge(request: JudgementRequest, offered: dict[str, ToolSpec], policy: Opera
             plan.reusable = (plan.action == "run" and spec.needs_approval is False and policy_error is None
                              and not (policy and policy.needs_approval_when_untrusted(plan.tool))) or None
         plans.append(_recorded(plan, call))
-    return Judgement(plans=plans, new_pins=new_pins)
+    return Judgement(plans=plans, new_pins=new_pins, policy_sha256=policy.version if policy else None)
 
 
 def tool_reason(spec: ToolSpec) -> str:

@@ -12,13 +12,14 @@ share one reading of it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Annotated, Any, Iterable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from workflows.agents import agent_of
 from workflows.forms import describe_validation_error
@@ -86,6 +87,13 @@ class ToolFloor(BaseModel):
 
 class OperatorPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    # Which file's text this is (SHA-256 of its bytes), recorded with each verdict so an auditor
+    # can tell which version of the policy applied to a call (hitl/evidence).
+    _version: str | None = PrivateAttr(default=None)
+
+    @property
+    def version(self) -> str | None:
+        return self._version
 
     groups: dict[str, list[str]] = Field(default_factory=dict)
     operators: list[str] = Field(default_factory=list)
@@ -247,6 +255,7 @@ def _is_glob(key: str) -> bool:
 def parse_policy(text: str, source: str = "HITL_POLICY") -> OperatorPolicy:
     try:
         policy = OperatorPolicy.model_validate(json.loads(text))
+        policy._version = hashlib.sha256(text.encode()).hexdigest()
     except json.JSONDecodeError as error:
         raise PolicyError(f"{source}: not JSON: {error}") from None
     except ValidationError as error:

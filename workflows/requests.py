@@ -139,6 +139,9 @@ class JudgementRequest(BaseModel):
 class Judgement(BaseModel):
     plans: list[dict[str, Any]]
     new_pins: dict[str, Pin] = {}
+    # The SHA-256 of the operator's policy file these verdicts applied (None: no policy), for the
+    # evidence bundle; the workflow does not read it.
+    policy_sha256: str | None = None
 
 
 class VerdictRequest(BaseModel):
