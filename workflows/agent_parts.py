@@ -30,7 +30,8 @@ if TYPE_CHECKING:  # declarations only; the mixins' modules import this one
     from workflows.handover import RunState
     from workflows.patches import Behaviours
     from workflows.session import AuditEventKind, CancelRequest, SessionInput, SessionState, UserMessage
-    from workflows.visibility import Publisher
+    from workflows.session_run import SessionRun
+    from workflows.activity_calls import LocalChecks
     from workflows.conversation import ChatMessage, Conversation
     from workflows.identity import RunCheck, SpentProof
     from workflows.pauses import ClaimVerdict, Outcome, PauseKind, Settlement, Verdict
@@ -40,55 +41,13 @@ if TYPE_CHECKING:  # declarations only; the mixins' modules import this one
 T = TypeVar("T")
 
 
-class HistoryFigures(Protocol):
-    """What the parts read of the history's figures (workflows/activity_calls.py's HistoryReading,
-    which imports this module: named here by its shape, so no import goes back)."""
-
-    @property
-    def length(self) -> int: ...  # events
-    @property
-    def size(self) -> int: ...  # bytes
-
-
 class AgentParts:
     """The surface every mixin of AgentWorkflow reads and writes; see the module's docstring."""
 
-    # Set in AgentWorkflow.__init__ (workflows/agent.py).
-    setup_error: str | None  # why the start input was refused (workflows/starting.py)
-    config: SessionInput
-    offered: dict[str, ToolSpec]  # the catalog's tools this session offered as the run started
-    run_state: RunState  # all that continue-as-new carries to the next run
-    chain: list[str]  # hash chain over this run's messages
-    state: SessionState
-    closed_reason: str | None
-    notifications_in_flight: int
-    notices_in_flight: dict[str, int]  # call id -> its notifications still being sent (a `settled` notice waits)
-    tool_inputs_waiting: int  # tool calls waiting for a person to answer their MCP server (tool_input.py)
-    hand_over_blocked: bool  # too much waits for people to hand over now
-    handing_over: bool
-    settled_event: int  # the event id at which the session last stopped running
-    waiters: list[int]  # wait_until_settled calls still waiting, oldest first
-    waiters_seen: int
-    publisher: Publisher
-    validating: bool  # inside an Update's validator, which may command nothing
-    reusable_runs: dict[str, tuple[dict[str, Any], datetime]]  # tool -> (verdict, judged at)
-    # Which side of each patch this run is on (workflows/patches.py), set in run().
-    behaviours: Behaviours
-    # A class default in LocalChecks (workflows/activity_calls.py), which alone keeps the history's figures.
-    local_activities_in_flight: int
-    # Sub-agents (workflows/delegating.py): this run's agents, and the signals to the rest of the tree.
-    agents: dict[str, AgentSpec]
-    reports_in_flight: int  # signals to other sessions of the tree not yet delivered
-    last_report: list[dict[str, Any]]  # what a child last told its parent waits in it
-    last_sent: asyncio.Future[None] | None  # the newest of those signals (sent in order)
+    session: SessionRun  # the run's state, built in AgentWorkflow.__init__ (workflows/session_run.py)
+    checks: LocalChecks  # local activities and the history's figures (workflows/activity_calls.py)
 
     if TYPE_CHECKING:
-        # The loop (workflows/agent.py).
-        @property
-        def conversation(self) -> Conversation: ...
-        def append(self, message: ChatMessage) -> None: ...
-        def add_tool_result(self, call_id: str, text: str) -> None: ...
-
         # What callers send, decided (workflows/inbound.py).
         def refuse_while_busy(self) -> None: ...
         def run_check(self, recording: bool) -> RunCheck: ...
@@ -142,9 +101,3 @@ class AgentParts:
         def report_pauses(self) -> None: ...
         def refer_to_child(self, payload: Any) -> None: ...
         def forward(self, verb: str, payload: dict[str, Any], forwarded: ForwardedToChild) -> dict[str, Any]: ...
-
-        # Local activities and the history's figures (workflows/activity_calls.py, LocalChecks).
-        async def local_activity(self, name: str, arg: Any, **options: Any) -> Any: ...
-        def history_reading(self) -> HistoryFigures: ...
-        def history_moved_on(self) -> None: ...
-        async def activity_outcome(self, call: Awaitable[T]) -> T: ...

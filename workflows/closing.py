@@ -32,17 +32,17 @@ class Closing(AgentParts):
         cancel's task is in flight, and a closing completion that races a signal is failed by
         the server (UNHANDLED_COMMAND) and retried, a failed task operators are paged for.
         Arriving first, the signal is refused and audited like any other."""
-        if self.run_state.cancel_reason is not None:
+        if self.session.run_state.cancel_reason is not None:
             await workflow.sleep(CANCEL_GRACE)
         # Signals to other sessions of a delegation tree too (only sessions since SUB_AGENTS send any).
-        await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight
-                                      and not self.reports_in_flight)
+        await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.session.notifications_in_flight
+                                      and not self.session.reports_in_flight)
 
     def close(self, reason: str) -> None:
         """Settle whatever is still open, so even a closed transcript is well-formed."""
         why = f"The session closed ({reason}) before this call was settled"
         self.settle_all("cancelled", why)
-        for call_id in self.conversation.unanswered_call_ids():
-            self.add_tool_result(call_id, f"{why}; the tool did not run.")
-        self.closed_reason = reason
+        for call_id in self.session.conversation.unanswered_call_ids():
+            self.session.add_tool_result(call_id, f"{why}; the tool did not run.")
+        self.session.closed_reason = reason
         self.set_state("closed")

@@ -37,7 +37,7 @@ class Handlers(AgentParts):
 
     @user_message_update.validator
     def check_user_message(self, payload: RawValue) -> None:
-        self.validate(payload, lambda value: self.run_state.verifier.check_message(
+        self.validate(payload, lambda value: self.session.run_state.verifier.check_message(
             self.parse_message(value), workflow.info().workflow_id, workflow.now(), self.run_check(recording=False)))
 
     @workflow.signal(name=APPROVE.signal.name)
@@ -120,30 +120,30 @@ class Handlers(AgentParts):
         message in one request. It also answers, perhaps still running, when the run hands over
         to a new one (continue-as-new) and when more than MAX_WAITERS wait (the oldest): the
         caller asks again."""
-        self.history_moved_on()  # accepted: recorded in the history
+        self.checks.history_moved_on()  # accepted: recorded in the history
         try:
             request = decoded(payload) or {}
             after = int(request.get("after_event", 0)) if isinstance(request, dict) else 0
         except (Refusal, TypeError, ValueError, OverflowError):
             after = 0
-        self.waiters_seen += 1
-        waiter = self.waiters_seen
-        self.waiters.append(waiter)
-        if len(self.waiters) > MAX_WAITERS:
-            self.waiters.pop(0)  # the oldest answers now, with the session as it is
+        self.session.waiters_seen += 1
+        waiter = self.session.waiters_seen
+        self.session.waiters.append(waiter)
+        if len(self.session.waiters) > MAX_WAITERS:
+            self.session.waiters.pop(0)  # the oldest answers now, with the session as it is
         try:
             await workflow.wait_condition(
-                lambda: (self.state != "running" and self.settled_event > after and not self.next_turn_is_queued())
-                or self.handing_over or waiter not in self.waiters
+                lambda: (self.session.state != "running" and self.session.settled_event > after and not self.next_turn_is_queued())
+                or self.session.handing_over or waiter not in self.session.waiters
             )
         finally:
-            if waiter in self.waiters:
-                self.waiters.remove(waiter)
-        return {"status": self.status(), "pending": self.pending(), "event": self.run_state.events.last_id}
+            if waiter in self.session.waiters:
+                self.session.waiters.remove(waiter)
+        return {"status": self.status(), "pending": self.pending(), "event": self.session.run_state.events.last_id}
 
     def next_turn_is_queued(self) -> bool:
         """Idle with a message waiting: its turn starts as soon as the loop runs (next_user_turn)."""
-        return self.behaviours.settles_after_queued_messages and self.state == "idle" and bool(self.run_state.inbox)
+        return self.session.behaviours.settles_after_queued_messages and self.session.state == "idle" and bool(self.session.run_state.inbox)
 
     @wait_until_settled.validator
     def check_wait(self, payload: RawValue) -> None:

@@ -73,12 +73,12 @@ class ToolInput(AgentParts):
         pause_id = f"{call_id}{QUESTION_MARK}{round_}"
         plan = PlannedCall(call_id=pause_id, tool=tool, action="ask", args=args)
         self.request_person("question", plan, asked=asked)
-        self.tool_inputs_waiting += 1
+        self.session.tool_inputs_waiting += 1
         try:
             await self.wait_for_people()
         finally:
-            self.tool_inputs_waiting -= 1
-        settlement = self.run_state.pauses.collect(pause_id)
+            self.session.tool_inputs_waiting -= 1
+        settlement = self.session.run_state.pauses.collect(pause_id)
         action = {"answered": "accept", "declined": "decline"}.get(settlement.outcome, "cancel")
         content = settlement.answer if action == "accept" and asked.mode == "form" else None
         return {"key": asked.key, "request_state": asked.request_state, "action": action, "content": content,

@@ -44,10 +44,19 @@ class Task:
 
 
 @dataclass
-class Session(LocalChecks, Continuing):
-    behaviours: Behaviours = field(default_factory=Behaviours)
-    config: Any = field(default_factory=lambda: SimpleNamespace(continue_as_new_after_events=BUDGET))
-    hand_over_blocked: bool = False
+class Session(Continuing):
+    checks: LocalChecks = field(default_factory=LocalChecks)
+    session: Any = field(default_factory=lambda: SimpleNamespace(
+        behaviours=Behaviours(), config=SimpleNamespace(continue_as_new_after_events=BUDGET), hand_over_blocked=False))
+
+    async def local_activity(self, name: str, arg: Any) -> Any:
+        return await self.checks.local_activity(name, arg)
+
+    def history_moved_on(self) -> None:
+        self.checks.history_moved_on()
+
+    def history_reading(self) -> Any:
+        return self.checks.history_reading()
 
 
 @pytest.fixture
@@ -80,7 +89,7 @@ async def test_size_is_read_as_of_the_start_too(task: Task, monkeypatch: pytest.
     monkeypatch.setattr(workflow, "execute_local_activity", returning_in(task, LATE, size=HISTORY_BYTES_LIMIT))
     await session.local_activity("judge_calls", None)
     assert session.history_is_long() is False
-    critical = SimpleNamespace(history_reading=session.history_reading)
+    critical = SimpleNamespace(checks=session.checks)
     assert Waiting.history_is_critical(critical) is False  # type: ignore[arg-type]
 
 
