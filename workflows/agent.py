@@ -25,7 +25,7 @@ classes as from the class itself.
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Awaitable
 
 from pydantic import BaseModel
@@ -33,32 +33,39 @@ from temporalio import workflow
 from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from workflows.contract import CALL_MODEL, RUN_TOOL, WORKFLOW
 from workflows.activity_calls import (
     MODEL_CALL, TOOL_CALL, LocalChecks, UnreadableResult, failure_message, read_reply, read_result,
 )
+from workflows.child_reports import ChildReports
 from workflows.closing import Closing
-from workflows.delegating import ChildPausesTable, Delegating
 from workflows.continuing import Continuing
-from workflows.conversation import ChatMessage, Conversation, ModelReply, message_sha256
-from workflows.events import EventLog
-from workflows.handlers import Handlers
+from workflows.contract import (
+    AUDIT, AUDIT_PAGE, CALL_MODEL, CHILD_PAUSES, EVENTS, MODEL_CONTEXT, PENDING, RUN_TOOL, STATUS, TRANSCRIPT,
+    TRANSCRIPT_PAGE, WAIT_UNTIL_SETTLED, WORKFLOW, PageRequest, SessionStatus,
+)
+from workflows.conversation import ChatMessage, ModelReply
+from workflows.decisions import Refusal
+from workflows.delegating import ChildPausesTable, Delegating
+from workflows.events import EventLog, EventsRequest
+from workflows.handlers import with_verb_handlers
 from workflows.handover import CALL_IDS_KEPT, RunState, Step, newest
 from workflows.identity import Verifier
 from workflows.inbound import Inbound
 from workflows.judging import Judging
 from workflows.limits import RECORDED_BYTES, clip
+from workflows.notices import Notices
 from workflows.patches import Behaviours
+from workflows.payloads import decoded, refused
 from workflows.planning import PlannedCall, plan_reply, with_unique_call_ids
 from workflows.policy import MORE_TOOLS
 from workflows.recorder import Recorder
-from workflows.requests import ConversationRef, ToolInvocation
-from workflows.session import SessionState, SessionSummary, UserMessage
-from workflows.starting import Starting, read_input
+from workflows.requests import ConversationRef, ModelRequest, ToolInvocation
+from workflows.server_questions import asked_input
+from workflows.session import SessionSummary, UserMessage
 from workflows.session_run import SessionRun
-from workflows.tool_input import ToolInput, asked_input
+from workflows.starting import Starting, read_input
+from workflows.tool_input import ToolInput
 from workflows.views import Views
-from workflows.visibility import Publisher
 from workflows.waiting import Waiting
 
 with workflow.unsafe.imports_passed_through():
@@ -67,6 +74,9 @@ with workflow.unsafe.imports_passed_through():
     from hitl.catalog import CATALOG
 
 RESULTS_KEPT = 50
+# Temporal admits 10 Updates in flight per workflow; waiters beyond this many answer the oldest
+# at once, so callers that wait for ever (an `after_event` nobody reaches) leave room for decisions.
+MAX_WAITERS = 4
 
 
 class ToolOutcome(BaseModel):
@@ -75,8 +85,8 @@ class ToolOutcome(BaseModel):
 
 
 @workflow.defn(name=WORKFLOW)
-class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPausesTable, Waiting, ToolInput, Continuing,
-                    Closing, Views, Recorder):
+@with_verb_handlers  # each decision verb's signal, Update and validator, from one table (workflows/handlers.py)
+class AgentWorkflow:
     @workflow.init
     def __init__(self, request: RawValue = None) -> None:  # type: ignore[assignment]  # none sent: refused below
         config, carried, setup_error = read_input(request)
@@ -85,7 +95,6 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
         # first request is whoever asked its parent for the task (workflows/agents.py, Delegation).
         delegated = config.delegated
         asked_by = delegated.requester(config.by) if delegated else config.by
-        self.checks = LocalChecks()
         self.session = SessionRun(
             config=config, setup_error=setup_error,
             # Used to plan replies recorded before the catalog's verdict was (workflows/planning.py).
@@ -95,8 +104,109 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
                                inbox=[UserMessage(text=config.message, by=asked_by)],
                                first_message_asserted=True, verifier=Verifier(required=config.verified_decisions)),
         )
+        self.build_parts()
         if carried is not None:
-            self.resume(carried)
+            self.continuing.resume(carried)
+
+    def build_parts(self) -> None:
+        """The parts, each given the run's state and the parts it calls (none reaches another through
+        the workflow): built before any handler runs, since the first task may carry signals."""
+        session = self.session
+        self.checks = LocalChecks()
+        self.reports = ChildReports(session)
+        self.notices = Notices(session, self.checks)
+        self.recorder = Recorder(session, self.notices, self.reports)
+        self.continuing = Continuing(session, self.checks)
+        self.waiting = Waiting(session, self.checks, self.recorder, self.notices, self.continuing)
+        self.closing = Closing(session, self.waiting, self.recorder)
+        self.children = ChildPausesTable(session, self.checks, self.recorder, self.reports)
+        self.delegating = Delegating(session, self.checks, self.closing, self.children)
+        self.starting = Starting(session, self.checks, self.recorder, self.delegating)
+        self.judging = Judging(session, self.checks, self.delegating)
+        self.tool_input = ToolInput(session, self.waiting)
+        self.views = Views(session, self.waiting, self.delegating, self.reports)
+        self.inbound = Inbound(session, self.checks, self.recorder, self.waiting, self.children)
+
+    # ------------------------------------------------------------- handlers and queries
+
+    # A session that ends (or fails at start) while someone waits has nothing more to say.
+    @workflow.update(name=WAIT_UNTIL_SETTLED.name, unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
+    async def wait_until_settled(self, payload: RawValue) -> dict[str, Any]:
+        """Answers once the session stops running (a pause, an answer, closed) after the event
+        id `after_event` (default 0: the first turn), so a caller gets the outcome of its
+        message in one request. It also answers, perhaps still running, when the run hands over
+        to a new one (continue-as-new) and when more than MAX_WAITERS wait (the oldest): the
+        caller asks again."""
+        self.checks.history_moved_on()  # accepted: recorded in the history
+        try:
+            request = decoded(payload) or {}
+            after = int(request.get("after_event", 0)) if isinstance(request, dict) else 0
+        except (Refusal, TypeError, ValueError, OverflowError):
+            after = 0
+        session = self.session
+        session.waiters_seen += 1
+        waiter = session.waiters_seen
+        session.waiters.append(waiter)
+        if len(session.waiters) > MAX_WAITERS:
+            session.waiters.pop(0)  # the oldest answers now, with the session as it is
+        try:
+            await workflow.wait_condition(
+                lambda: (session.state != "running" and session.settled_event > after and not self.next_turn_is_queued())
+                or session.handing_over or waiter not in session.waiters
+            )
+        finally:
+            if waiter in session.waiters:
+                session.waiters.remove(waiter)
+        return {"status": self.views.status(), "pending": self.views.pending(), "event": session.run_state.events.last_id}
+
+    def next_turn_is_queued(self) -> bool:
+        """Idle with a message waiting: its turn starts as soon as the loop runs (next_user_turn)."""
+        session = self.session
+        return session.behaviours.settles_after_queued_messages and session.state == "idle" and bool(session.run_state.inbox)
+
+    @wait_until_settled.validator
+    def check_wait(self, payload: RawValue) -> None:
+        """Any payload waits (a malformed one from the first turn); only a busy run refuses (refuse_while_busy)."""
+        try:
+            self.inbound.refuse_while_busy()
+        except Refusal as refusal:
+            raise refused(str(refusal), refusal.code) from None
+
+    @workflow.signal(name=CHILD_PAUSES.name)
+    def child_pauses(self, payload: RawValue) -> None:
+        self.children.take_report(payload)
+
+    @workflow.query(name=PENDING.name)
+    def pending(self) -> list[dict[str, Any]]:
+        return self.views.pending()
+
+    @workflow.query(name=STATUS.name)
+    def status(self) -> SessionStatus:
+        return self.views.status()
+
+    @workflow.query(name=TRANSCRIPT.name)
+    def transcript(self) -> list[dict[str, Any]]:
+        return self.views.transcript()
+
+    @workflow.query(name=TRANSCRIPT_PAGE.name)
+    def transcript_page(self, request: PageRequest | None = None) -> dict[str, Any]:
+        return self.views.transcript_page(request)
+
+    @workflow.query(name=AUDIT.name)
+    def audit(self) -> list[dict[str, Any]]:
+        return self.views.audit()
+
+    @workflow.query(name=AUDIT_PAGE.name)
+    def audit_page(self, request: PageRequest | None = None) -> dict[str, Any]:
+        return self.views.audit_page(request)
+
+    @workflow.query(name=EVENTS.name)
+    def events_after(self, request: EventsRequest | None = None) -> dict[str, Any]:
+        return self.views.events_after(request)
+
+    @workflow.query(name=MODEL_CONTEXT.name)
+    def model_context(self, reference: ConversationRef) -> ModelRequest:
+        return self.views.model_context(reference)
 
     # ------------------------------------------------------------------ the loop
 
@@ -107,49 +217,49 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
         self.session.behaviours = Behaviours.at_run_start()  # see workflows/patches.py
         self.session.run_state.verifier.bound = True
         if workflow.info().continued_run_id is None:
-            await self.check_tool_names()
-        await self.learn_environment()
+            await self.starting.check_tool_names()
+        await self.starting.learn_environment()
         try:
             if self.session.run_state.in_turn:  # this run continues a turn the previous run was in
                 await self.guarded(self.run_turn(resumed=True))
             while await self.next_user_turn():
                 await self.guarded(self.run_turn())
         except asyncio.CancelledError:
-            self.close("cancelled through Temporal")
+            self.closing.close("cancelled through Temporal")
             raise
-        await self.let_in_flight_work_finish()
+        await self.closing.let_in_flight_work_finish()
         return SessionSummary(reason=self.session.closed_reason or "closed", turns=self.session.run_state.turn,
                               last_answer=self.session.run_state.last_answer)
 
     async def next_user_turn(self) -> bool:
-        if self.answered_its_task():  # a child session answers one task
+        if self.delegating.answered_its_task():  # a child session answers one task
             return False
         if self.session.run_state.turn:
-            self.set_state("idle")
+            self.recorder.set_state("idle")
         if self.session.run_state.idle_until is None:
             self.session.run_state.idle_until = workflow.now() + timedelta(seconds=self.session.config.idle_timeout_seconds)
-        if self.history_is_long():
+        if self.continuing.history_is_long():
             # Between turns nothing is in flight: the session starts a fresh run with what it carries.
-            await self.hand_over()
+            await self.continuing.hand_over()
         while True:
             # Waited on even when a message is already here: the timer's sequence number
             # is part of the recorded history that paused sessions replay.
             try:
                 await workflow.wait_condition(
                     lambda: bool(self.session.run_state.inbox) or self.session.run_state.cancel_reason is not None
-                    or self.should_hand_over(),
+                    or self.continuing.should_hand_over(),
                     timeout=max(timedelta(0), self.session.run_state.idle_until - workflow.now()),
                 )
             except asyncio.TimeoutError:
                 self.checks.history_moved_on()  # the timer fired
-                self.close(f"idle for {self.session.config.idle_timeout_seconds:g} seconds")
+                self.closing.close(f"idle for {self.session.config.idle_timeout_seconds:g} seconds")
                 return False
             if self.session.run_state.inbox or self.session.run_state.cancel_reason is not None:
                 break
-            await self.hand_over()
+            await self.continuing.hand_over()
         self.session.run_state.idle_until = None
         if self.session.run_state.cancel_reason is not None:
-            self.close(f"cancelled: {self.session.run_state.cancel_reason}")
+            self.closing.close(f"cancelled: {self.session.run_state.cancel_reason}")
             return False
         return True
 
@@ -161,7 +271,7 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
             self.session.run_state.results_this_turn = []
             self.take_in_messages()
         self.session.run_state.in_turn = True
-        self.set_state("running")
+        self.recorder.set_state("running")
         if self.session.run_state.step is not None:  # the previous run handed over in the middle of a step
             await self.finish_step()
             self.take_in_messages()
@@ -169,7 +279,7 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
             if self.session.run_state.steps >= self.session.config.max_steps:
                 self.session.run_state.error = f"stopped after max_steps={self.session.config.max_steps} without a final answer"
                 break
-            await self.hand_over_if_long()
+            await self.continuing.hand_over_if_long()
             reply = await self.reason()
             if self.session.run_state.cancel_reason is not None:
                 break
@@ -186,10 +296,10 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
                 self.session.run_state.last_answer = reply.content or ""
                 self.session.run_state.events.add("answer", workflow.now(), text=self.session.run_state.last_answer)
                 break
-            reply = await self.judge_by_worker(reply)
+            reply = await self.judging.judge_by_worker(reply)
             self.session.run_state.step = Step(plans=plan_reply(reply, self.session.offered, self.session.config))
             for plan in self.session.run_state.step.plans:
-                self.open_pause_if_needed(plan)
+                self.waiting.open_pause_if_needed(plan)
             await self.finish_step()
             if self.session.run_state.cancel_reason is not None:
                 break
@@ -208,7 +318,7 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
             problem = clip(f"{type(error).__name__}: {error}", RECORDED_BYTES)
             self.session.run_state.error = f"the turn stopped on an internal error: {problem}"
             why = "The turn stopped on an internal error before this call was settled"
-            self.settle_all("cancelled", why)
+            self.waiting.settle_all("cancelled", why)
             self.session.run_state.step = None
             for call_id in self.session.conversation.unanswered_call_ids():
                 self.session.add_tool_result(call_id, f"{why}.")
@@ -267,15 +377,15 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
         step = self.session.run_state.step
         assert step is not None
         if not step.ran:
-            await self.wait_for_people()
+            await self.waiting.wait_for_people()
             outcomes = await asyncio.gather(*(self.outcome_of(plan) for plan in step.plans))
             for plan, outcome in zip(step.plans, outcomes):
                 if plan.review and outcome.ran:
-                    self.request_person("review", plan, result=outcome.text)
+                    self.waiting.request_person("review", plan, result=outcome.text)
                 else:
                     self.session.add_tool_result(plan.call_id, outcome.text)
             step.ran = True
-        await self.wait_for_people()
+        await self.waiting.wait_for_people()
         for plan in step.plans:
             if plan.call_id in self.session.run_state.pauses.settled:
                 self.session.add_tool_result(plan.call_id, self.session.run_state.pauses.collect(plan.call_id).result or "")
@@ -301,8 +411,8 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
 
     async def run_tool(self, call_id: str, tool: str, args: dict[str, Any],
                        answered: dict[str, Any] | None = None) -> ToolOutcome:
-        if tool in self.delegates():  # an agent's answer, from a child session: output like a tool's
-            text = await self.delegate(tool, args)
+        if tool in self.delegating.delegates():  # an agent's answer, from a child session: output like a tool's
+            text = await self.delegating.delegate(tool, args)
             self.output_entered(tool, call_id)
             return ToolOutcome(text=text, ran=not text.startswith("Error:"))
         invocation = ToolInvocation(session_id=workflow.info().workflow_id, call_id=call_id, tool=tool, args=args,
@@ -314,7 +424,7 @@ class AgentWorkflow(Handlers, Inbound, Starting, Judging, Delegating, ChildPause
         except ActivityError as error:
             asked = asked_input(error)  # its MCP server asks a person first (workflows/tool_input.py)
             if asked is not None:
-                retry, refused = (await self.answer_tool_input(call_id, tool, args, asked, (answered or {}).get("round", 0) + 1)
+                retry, refused = (await self.tool_input.answer_tool_input(call_id, tool, args, asked, (answered or {}).get("round", 0) + 1)
                                   if not isinstance(asked, str) else (None, f"Error: {tool} failed: {asked}"))
                 if retry is not None:
                     return await self.run_tool(call_id, tool, args, retry)

@@ -15,11 +15,11 @@ from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from workflows.activity_calls import failure_message
+from workflows.activity_calls import LocalChecks, failure_message
 from workflows.contract import RECORD_TRANSCRIPT_INDEX
 from workflows.handover import DECIDED_KEPT, HISTORY_BYTES_LIMIT, RunState, newest, shrink_to_fit
 from workflows.transcript_index import transcript_index
-from workflows.agent_parts import AgentParts
+from workflows.session_run import SessionRun
 
 # Bounded, like the timer it replaced: a run that hands over is one whose history is large, and
 # signals may keep coming while it waits. Past 5 s in the queue (every activity slot busy with
@@ -32,8 +32,12 @@ RECORD_INDEX_CALL: dict[str, Any] = dict(
 )
 
 
-class Continuing(AgentParts):
-    """Mixed into AgentWorkflow: the loop asks `hand_over_if_long` at its boundaries; __init__ calls `resume`."""
+class Continuing:
+    """A part of AgentWorkflow: the loop asks `hand_over_if_long` at its boundaries; __init__ calls `resume`."""
+
+    def __init__(self, session: SessionRun, checks: LocalChecks) -> None:
+        self.session = session
+        self.checks = checks
 
     def history_is_long(self) -> bool:
         """Time to continue as new: past the session's event budget or HISTORY_BYTES_LIMIT.

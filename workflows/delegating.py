@@ -22,22 +22,29 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
-from workflows.agent_parts import AgentParts
-from workflows.agents import MAX_DEPTH, REPORTED_KEPT, AgentSpec, ChildPauses, Delegation, ForwardedToChild, agent_of, child_input, delegate_tool, merged, offered_agents
-from workflows.contract import CHILD_PAUSES, WORKFLOW
-from workflows.inbound import decoded
+from workflows.agents import MAX_DEPTH, AgentSpec, ChildPauses, Delegation, ForwardedToChild, agent_of, child_input, delegate_tool, merged, offered_agents
+from workflows.contract import WORKFLOW
+from workflows.activity_calls import LocalChecks
+from workflows.child_reports import DECISIONS, ChildReports
+from workflows.closing import Closing
+from workflows.payloads import decoded
 from workflows.limits import RECORDED_BYTES, clip
-from workflows.recorder import AUDIT_TEXT_BYTES
+from workflows.recorder import AUDIT_TEXT_BYTES, Recorder
 from workflows.session import DEFAULT_SYSTEM_PROMPT, AuditEvent, SessionSummary
+from workflows.session_run import SessionRun
 
 # The reason a child closes with once it has answered its task.
 TASK_ANSWERED = "answered its task"
-# The audit events a child passes up to its parent: people's decisions on its calls.
-DECISIONS = ("approved", "rejected", "answered", "edited")
 
 
-class Delegating(AgentParts):
-    """Mixed into AgentWorkflow: the agents it may delegate to, and each delegation."""
+class Delegating:
+    """A part of AgentWorkflow: the agents it may delegate to, and each delegation."""
+
+    def __init__(self, session: SessionRun, checks: LocalChecks, closing: Closing, children: ChildPausesTable) -> None:
+        self.session = session
+        self.checks = checks
+        self.closing = closing
+        self.children = children
 
     def depth(self) -> int:
         return len(self.session.config.delegated.path) if self.session.config.delegated else 0
@@ -68,7 +75,7 @@ class Delegating(AgentParts):
         """A child closes once its one turn ended (not when it was cancelled: that closes as usual)."""
         if self.session.config.delegated is None or not self.session.run_state.turn or self.session.run_state.cancel_reason is not None:
             return False
-        self.close(self.session.run_state.error or TASK_ANSWERED)
+        self.closing.close(self.session.run_state.error or TASK_ANSWERED)
         return True
 
     async def delegate(self, tool: str, args: dict[str, Any]) -> str:
@@ -100,7 +107,7 @@ class Delegating(AgentParts):
         # Not in a `finally`: a run evicted from the worker's cache closes this coroutine, and no
         # workflow code may run then. A session cancelled meanwhile lists no child (children_pending).
         answer = await self.child_answer(tool, child, child_id)
-        self.child_finished(child_id)
+        self.children.child_finished(child_id)
         return answer
 
     async def child_answer(self, tool: str, child: Any, child_id: str) -> str:
@@ -139,8 +146,8 @@ def within_audit_bounds(event: AuditEvent) -> AuditEvent:
     return event.model_copy(update={**texts, "path": path})
 
 
-class ChildPausesTable(AgentParts):
-    """Mixed into AgentWorkflow: what waits in the children, listed in `pending`; decisions forwarded.
+class ChildPausesTable:
+    """A part of AgentWorkflow: what waits in the children, listed in `pending`; decisions forwarded.
 
     A child signals its parent (`child_pauses`) whenever what waits in it or below it changes,
     and the parent passes the news up in its own report: the root holds every pause of the tree.
@@ -153,15 +160,13 @@ class ChildPausesTable(AgentParts):
     session. Verified decisions about a child's call are signed for the child (its `session_id`).
     """
 
-    def children_pending(self) -> list[dict[str, Any]]:
-        """What waits below, as the children last said; nothing once this session has closed (its
-        children are cancelled with it, and settle their own calls)."""
-        if self.session.state == "closed":
-            return []
-        return [item for report in self.session.run_state.child_pauses.values() for item in report.items]
+    def __init__(self, session: SessionRun, checks: LocalChecks, recorder: Recorder, reports: ChildReports) -> None:
+        self.session = session
+        self.checks = checks
+        self.recorder = recorder
+        self.reports = reports
 
-    @workflow.signal(name=CHILD_PAUSES.name)
-    def child_pauses(self, payload: RawValue) -> None:
+    def take_report(self, payload: RawValue) -> None:
         """Taken only from a child this session started and still waits for, only if newer, and
         only about that child and the sessions below it (whose ids start with the child's)."""
         self.checks.history_moved_on()
@@ -202,59 +207,12 @@ class ChildPausesTable(AgentParts):
         API's start and its messages answer then); once none does, it runs on."""
         if self.session.state == "closed":
             return
-        if self.children_pending() and self.session.state == "running":
-            self.set_state("awaiting_human")
-        elif not self.children_pending() and self.session.state == "awaiting_human" and not self.session.run_state.pauses.open:
-            self.set_state("running")
+        if self.reports.children_pending() and self.session.state == "running":
+            self.recorder.set_state("awaiting_human")
+        elif not self.reports.children_pending() and self.session.state == "awaiting_human" and not self.session.run_state.pauses.open:
+            self.recorder.set_state("running")
         else:
-            self.publish()
-
-    def report_pauses(self) -> None:
-        """A child's report to its parent, when what waits in it or below it changed."""
-        delegated = self.session.config.delegated
-        if delegated is None or not self.session.behaviours.delegates_to_agents:
-            return
-        own = workflow.info().workflow_id
-        items = [{**item.view(), "call_id": f"{own}/{item.call_id}", "child_call_id": item.call_id,
-                  "path": delegated.path, "session_id": own} for item in self.session.run_state.pauses.open]
-        items = [*items, *self.children_pending()][-REPORTED_KEPT:]
-        decided = self.decisions_to_report(own, delegated.path) if self.session.behaviours.tree_asked_and_audited else []
-        if items == self.session.last_report and not decided:
-            return
-        self.session.last_report = items
-        self.session.run_state.reports_sent += 1
-        report = ChildPauses(session_id=own, seq=self.session.run_state.reports_sent, items=items,
-                             **({"decided": decided} if decided else {}))
-        self.send_to(delegated.parent, CHILD_PAUSES.name, report.model_dump(mode="json", exclude_unset=True))
-
-    def decisions_to_report(self, own: str, path: list[str]) -> list[dict[str, Any]]:
-        """The decisions in this session's audit since its last report: its own, named with its
-        session, path and the call as the root lists it; those its children reported, as they were."""
-        start = max(self.session.run_state.audit_reported - self.session.run_state.first_audit_index, 0)
-        new = [event for event in self.session.run_state.audit[start:] if event.event in DECISIONS]
-        self.session.run_state.audit_reported = self.session.run_state.first_audit_index + len(self.session.run_state.audit)
-        return [event.model_dump(mode="json") if event.session_id else
-                {**event.model_dump(mode="json"), "session_id": own, "path": path, "call_id": f"{own}/{event.call_id}"}
-                for event in new][-REPORTED_KEPT:]
-
-    def send_to(self, session_id: str, signal: str, payload: Any) -> None:
-        """A signal to another session of the tree; one that has closed meanwhile hears nothing.
-        Each waits for the one before it: Temporal delivers signals to other workflows in no
-        promised order, and a forwarded claim overtaken by its release would hold the call."""
-        self.session.reports_in_flight += 1
-        before = self.session.last_sent
-
-        async def send() -> None:
-            try:
-                if before is not None:
-                    await before  # never raises: each send ends here
-                await workflow.get_external_workflow_handle(session_id).signal(signal, payload)
-            except Exception:  # noqa: BLE001 (closed: nothing waits there any more)
-                workflow.logger.info("signal %s to %s not delivered: it has closed", signal, session_id)
-            finally:
-                self.session.reports_in_flight -= 1
-
-        self.session.last_sent = asyncio.ensure_future(send())
+            self.recorder.publish()
 
     def refer_to_child(self, payload: Any) -> None:
         """Raises ForwardedToChild when the decision's call_id names a call that waits below."""
@@ -270,6 +228,6 @@ class ChildPausesTable(AgentParts):
 
     def forward(self, verb: str, payload: dict[str, Any], forwarded: ForwardedToChild) -> dict[str, Any]:
         """The decision as it was sent, to the child it is about; the child judges it and audits it."""
-        self.send_to(forwarded.child, verb, {**payload, "call_id": forwarded.call_id})
+        self.reports.send_to(forwarded.child, verb, {**payload, "call_id": forwarded.call_id})
         return {"accepted": True, "call_id": str(payload.get("call_id")), "outcome": "forwarded",
                 "session_id": forwarded.child}

@@ -15,20 +15,22 @@ from typing import Any, Callable
 from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.common import RawValue
-from temporalio.exceptions import ApplicationError
 
 from workflows.agents import ForwardedToChild
-from workflows.arity import TooManyArguments
 from workflows.forms import describe_validation_error
 from workflows.handover import IGNORED_SIGNALS_KEPT, newest
 from workflows.identity import ProofRefusal, RunCheck, SpentProof
-from workflows.limits import MAX_QUEUED_BYTES, RECORDED_BYTES, clip, unreadable_reason, utf8_size
+from workflows.limits import MAX_QUEUED_BYTES, RECORDED_BYTES, clip, utf8_size
 from workflows.decisions import CLAIM_SECONDS_AT_MOST, Claim, DecisionBase, Refusal, parse_decision
 from workflows.pauses import ClaimVerdict, Verdict, Vote
-from workflows.recorder import STRAIGHT_THROUGH_TEMPORAL, door
+from workflows.recorder import STRAIGHT_THROUGH_TEMPORAL, Recorder, door
 from workflows.rules import args_sha256, grant_from
 from workflows.session import CancelRequest, UserMessage
-from workflows.agent_parts import AgentParts
+from workflows.activity_calls import LocalChecks
+from workflows.delegating import ChildPausesTable
+from workflows.payloads import decoded, refused
+from workflows.session_run import SessionRun
+from workflows.waiting import Waiting
 
 with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
@@ -36,33 +38,19 @@ with workflow.unsafe.imports_passed_through():
     from hitl.catalog import CATALOG
 
 
-def refused(reason: str, code: str) -> ApplicationError:
-    """An Update's refusal as its caller receives it: the reason, and the code in the details."""
-    return ApplicationError(reason, code, type="Refusal", non_retryable=True)
-
-
-def decoded(payload: RawValue | None | TooManyArguments) -> Any:
-    """A raw payload as plain JSON values, or a Refusal that says what is wrong with it.
-    None when nothing was sent (see workflows/arity.py)."""
-    if payload is None:
-        return None
-    if not isinstance(payload, RawValue):  # TooManyArguments (made outside the sandbox: compared by what it is)
-        raise Refusal(f"malformed payload: {getattr(payload, 'count', 'several')} arguments were sent; send one JSON value", code="invalid")
-    reason = unreadable_reason(payload.payload.metadata)
-    if reason is not None:
-        raise Refusal(f"unreadable payload: {reason}", code="invalid")
-    try:
-        return workflow.payload_converter().from_payload(payload.payload)
-    except Exception as error:
-        raise Refusal(f"malformed payload: {clip(str(error), RECORDED_BYTES)}", code="invalid") from None
-
-
 def _recorded(value: Any) -> str | None:
     return clip(value, RECORDED_BYTES) if isinstance(value, str) else None
 
 
-class Inbound(AgentParts):
-    """Mixed into AgentWorkflow: the bodies behind its signals and Updates (workflows/handlers.py)."""
+class Inbound:
+    """A part of AgentWorkflow: the bodies behind its signals and Updates (workflows/handlers.py)."""
+
+    def __init__(self, session: SessionRun, checks: LocalChecks, recorder: Recorder, waiting: Waiting, children: ChildPausesTable) -> None:
+        self.session = session
+        self.checks = checks
+        self.recorder = recorder
+        self.waiting = waiting
+        self.children = children
 
     def refuse_while_busy(self) -> None:
         """No Update is accepted while a local activity's result is on its way. When sdk-core
@@ -110,7 +98,7 @@ class Inbound(AgentParts):
     def decide(self, verb: str, payload: Any) -> tuple[Verdict, SpentProof | None]:
         """The one rule book for decisions, shared by signals and Update validators."""
         self.refuse_if_closing()
-        self.refer_to_child(payload)
+        self.children.refer_to_child(payload)
         decision, proof = self.proven(parse_decision(verb, payload))
         return self.session.run_state.pauses.decide(decision, CATALOG, workflow.now(),
                                             groups=self.proven_groups(decision)), proof
@@ -123,13 +111,13 @@ class Inbound(AgentParts):
         try:
             verdict, proof = self.decide(verb, payload)
         except ForwardedToChild as forwarded:
-            return self.forward(verb, payload, forwarded)
+            return self.children.forward(verb, payload, forwarded)
         self.session.run_state.verifier.spend(proof, workflow.now())
         return self.apply(verdict)
 
     def judge_claim(self, verb: str, payload: Any) -> tuple[ClaimVerdict, SpentProof | None]:
         self.refuse_if_closing()
-        self.refer_to_child(payload)
+        self.children.refer_to_child(payload)
         request, proof = self.proven(parse_decision(verb, payload))
         now = workflow.now()
         if isinstance(request, Claim) and request.for_seconds > CLAIM_SECONDS_AT_MOST:
@@ -143,30 +131,30 @@ class Inbound(AgentParts):
         try:
             verdict, proof = self.judge_claim(verb, payload)
         except ForwardedToChild as forwarded:
-            return self.forward(verb, payload, forwarded)
+            return self.children.forward(verb, payload, forwarded)
         self.session.run_state.verifier.spend(proof, workflow.now())
         item = self.session.run_state.pauses.hold(verdict)
         until = item.claim_until.isoformat() if item.claim_until else None
-        self.record("claimed" if until else "released", item.call_id, item.tool, item.args_sha256, by=verdict.by)
+        self.recorder.record("claimed" if until else "released", item.call_id, item.tool, item.args_sha256, by=verdict.by)
         self.session.run_state.events.add("claimed" if until else "released", workflow.now(), call_id=item.call_id, by=verdict.by, until=until)
-        self.publish()
+        self.recorder.publish()
         return {"accepted": True, "call_id": item.call_id, "claimed_by": item.claimed_by, "claim_until": until}
 
     def apply(self, verdict: Verdict) -> dict[str, Any]:
         self.session.run_state.pauses.apply(verdict)
         if isinstance(verdict, Vote):
             item = next(item for item in self.session.run_state.pauses.open if item.call_id == verdict.call_id)
-            self.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by,
+            self.recorder.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by,
                         via=verdict.via or STRAIGHT_THROUGH_TEMPORAL,
                         comment=verdict.comment, rule=verdict.rule)
             self.session.run_state.events.add("vote", workflow.now(), call_id=item.call_id, by=verdict.by, **door(verdict.via),
                                approvals=list(item.approvals), required_approvals=item.required_approvals)
-            self.publish()
+            self.recorder.publish()
             return {"accepted": True, "call_id": verdict.call_id, "outcome": "awaiting_more_approvals",
                     "approvals": item.approvals, "required_approvals": item.required_approvals}
-        self.record_settlement(verdict, audit_via=STRAIGHT_THROUGH_TEMPORAL)
+        self.recorder.record_settlement(verdict, audit_via=STRAIGHT_THROUGH_TEMPORAL)
         if verdict.remember is not None and verdict.run_with is not None:
-            self.session.run_state.grants = newest([*self.live_grants(), grant_from(
+            self.session.run_state.grants = newest([*self.waiting.live_grants(), grant_from(
                 verdict.remember, verdict.tool, args_sha256(verdict.run_with), verdict.by, verdict.call_id, workflow.now(),
                 requested_by=verdict.requested_by,
             )], 100)
@@ -185,6 +173,11 @@ class Inbound(AgentParts):
         if queued > MAX_QUEUED_BYTES:
             raise Refusal(f"{len(self.session.run_state.inbox)} messages already wait for the agent; send this one once they are taken in", code="conflict")
         return message
+
+    def check_message(self, payload: Any) -> object:
+        """A message as an Update's validator judges it: read and its proof checked, recording nothing."""
+        return self.session.run_state.verifier.check_message(self.parse_message(payload), workflow.info().workflow_id,
+                                                             workflow.now(), self.run_check(recording=False))
 
     def receive_message(self, payload: Any) -> dict[str, Any]:
         message, proof = self.session.run_state.verifier.check_message(self.parse_message(payload), workflow.info().workflow_id,
@@ -229,7 +222,7 @@ class Inbound(AgentParts):
             IGNORED_SIGNALS_KEPT,
         )
         fields = value if isinstance(value, dict) else {}
-        self.record("refused", _recorded(fields.get("call_id")), by=_recorded(fields.get("by")), reason=reason, signal=signal)
+        self.recorder.record("refused", _recorded(fields.get("call_id")), by=_recorded(fields.get("by")), reason=reason, signal=signal)
         self.session.run_state.events.add("refused", workflow.now(), signal=signal, reason=reason)
 
     def validate(self, payload: RawValue, check: Callable[[Any], Any]) -> None:

@@ -18,7 +18,9 @@ from workflows.conversation import ModelReply
 from workflows.limits import MAX_ARGUMENT_BYTES, utf8_size
 from workflows.planning import with_recorded_args
 from workflows.requests import Judgement, JudgementRequest
-from workflows.agent_parts import AgentParts
+from workflows.activity_calls import LocalChecks
+from workflows.delegating import Delegating
+from workflows.session_run import SessionRun
 
 PINS_KEPT = 500
 # How long a worker's "run" for a tool whose verdict no argument changes is reused without asking
@@ -26,8 +28,13 @@ PINS_KEPT = 500
 VERDICT_REUSE = timedelta(seconds=60)
 
 
-class Judging(AgentParts):
-    """Mixed into AgentWorkflow: the verdicts a step's plans are made from (workflows/planning.py)."""
+class Judging:
+    """A part of AgentWorkflow: the verdicts a step's plans are made from (workflows/planning.py)."""
+
+    def __init__(self, session: SessionRun, checks: LocalChecks, delegating: Delegating) -> None:
+        self.session = session
+        self.checks = checks
+        self.delegating = delegating
 
     async def judge_by_worker(self, reply: ModelReply) -> ModelReply:
         """Every reply's calls judged in this worker, each from its own arguments: the catalog,
@@ -44,7 +51,7 @@ class Judging(AgentParts):
                 reply=reply.model_copy(update={"catalog_plans": None}), tools=self.session.config.tools,
                 pins={tool: pin for tool, pin in self.session.run_state.pins.items() if tool in called},
                 results_this_turn=self.session.run_state.results_this_turn,
-                delegates={tool: agent_of(tool) or "" for tool in self.delegates()},
+                delegates={tool: agent_of(tool) or "" for tool in self.delegating.delegates()},
             ),
             result_type=Judgement, start_to_close_timeout=timedelta(seconds=30),
             summary="judge the calls: catalog and operator's policy",

@@ -20,7 +20,9 @@ from temporalio import workflow
 from workflows.limits import clip
 from workflows.pauses import Outcome, Settlement
 from workflows.session import AuditEvent, AuditEventKind, SessionState
-from workflows.agent_parts import AgentParts
+from workflows.child_reports import ChildReports
+from workflows.notices import Notices
+from workflows.session_run import SessionRun
 
 SESSION_MEMO = "hitl_session"
 
@@ -36,8 +38,14 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-class Recorder(AgentParts):
-    """Mixed into AgentWorkflow: writes what happened, reads nothing but the session's own state."""
+class Recorder:
+    """A part of AgentWorkflow: writes what happened, reads nothing but the session's own state;
+    a settlement's notice goes out through `notices`, a child's report to its parent through `reports`."""
+
+    def __init__(self, session: SessionRun, notices: Notices, reports: ChildReports) -> None:
+        self.session = session
+        self.notices = notices
+        self.reports = reports
 
     def publish_who(self) -> None:
         """Who the session belongs to, in its memo: the API decides who may read a session from
@@ -77,7 +85,7 @@ class Recorder(AgentParts):
     def publish(self) -> None:
         """Search attributes and memo for inboxes (workflows/visibility.py), when they change."""
         self.session.publisher.publish(self.session.state, self.session.run_state.pauses.open, workflow.now())
-        self.report_pauses()  # a child tells its parent (workflows/delegating.py)
+        self.reports.report_pauses()  # a child tells its parent (workflows/delegating.py)
 
     def record_settlement(self, settlement: Settlement, audit_via: str | None = None) -> None:
         """`audit_via`: the door the audit row names when the settlement does not (see inbound.apply)."""
@@ -96,7 +104,7 @@ class Recorder(AgentParts):
             by=settlement.by, via=settlement.via or audit_via, comment=settlement.comment, rule=settlement.rule,
             reason=settlement.result if settlement.outcome not in ("approved", "edited", "answered") else None,
         )
-        self.notify_settled(settlement)
+        self.notices.notify_settled(settlement)
 
     def record(self, event: AuditEventKind, call_id: str | None = None, tool: str | None = None,
                sha: str | None = None, **details: Any) -> None:

@@ -18,12 +18,15 @@ from temporalio.exceptions import ApplicationError
 from workflows.contract import SESSION_FACTS, UNKNOWN_TOOLS
 from workflows.forms import describe_validation_error
 from workflows.handover import RunState
-from workflows.inbound import decoded
+from workflows.payloads import decoded
 from workflows.limits import RECORDED_BYTES, clip
 from workflows.decisions import Refusal
 from workflows.requests import FactsRequest, SessionFacts
 from workflows.session import SessionInput
-from workflows.agent_parts import AgentParts
+from workflows.activity_calls import LocalChecks
+from workflows.delegating import Delegating
+from workflows.recorder import Recorder
+from workflows.session_run import SessionRun
 
 RULE_FIELDS = {"approvers", "required_approvals", "auto_approve", "require_approval"}
 
@@ -53,8 +56,14 @@ def read_input(request: RawValue | None) -> tuple[SessionInput, RunState | None,
     return SessionInput(message="(invalid input)"), None, problem
 
 
-class Starting(AgentParts):
-    """Mixed into AgentWorkflow: called from its __init__ and the start of its run."""
+class Starting:
+    """A part of AgentWorkflow: what its run learns from the worker before the first turn."""
+
+    def __init__(self, session: SessionRun, checks: LocalChecks, recorder: Recorder, delegating: Delegating) -> None:
+        self.session = session
+        self.checks = checks
+        self.recorder = recorder
+        self.delegating = delegating
 
     async def learn_environment(self) -> None:
         """Which search attributes to publish and which keys sign decisions, as this run's
@@ -78,7 +87,7 @@ class Starting(AgentParts):
             raise ApplicationError(f"invalid session input: {'; '.join(facts.policy_problems)}",
                                    type="InvalidSessionInput", non_retryable=True)
         if self.session.behaviours.delegates_to_agents:
-            self.learn_agents(facts.agents)
+            self.delegating.learn_agents(facts.agents)
         if facts.trusted_keys:
             self.session.run_state.verifier.trusted_keys = facts.trusted_keys
         if workflow.info().continued_run_id is None:
@@ -92,8 +101,8 @@ class Starting(AgentParts):
                 type="InvalidSessionInput", non_retryable=True,
             )
         self.session.publisher.start(facts.registered_search_attributes)
-        self.publish()
-        self.publish_who()
+        self.recorder.publish()
+        self.recorder.publish_who()
 
     async def check_tool_names(self) -> None:
         """Rules that name an unknown tool are refused, judged by the worker's catalog as the

@@ -11,16 +11,17 @@ from typing import Any
 
 from temporalio import workflow
 
-from workflows.contract import (
-    AUDIT, AUDIT_PAGE, EVENTS, MODEL_CONTEXT, PENDING, STATUS, TRANSCRIPT, TRANSCRIPT_PAGE, PageRequest, SessionStatus,
-)
+from workflows.contract import PageRequest, SessionStatus
 from workflows.agents import agent_of
 from workflows.conversation import ChatMessage, Conversation
 from workflows.events import EventsRequest
 from workflows.limits import MODEL_WINDOW_BYTES, json_size
 from workflows.requests import ConversationRef, ModelRequest
 from workflows.session import DEFAULT_SYSTEM_PROMPT, view
-from workflows.agent_parts import AgentParts
+from workflows.child_reports import ChildReports
+from workflows.delegating import Delegating
+from workflows.session_run import SessionRun
+from workflows.waiting import Waiting
 
 with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
@@ -32,14 +33,18 @@ PAGE_BYTES = 1_500_000  # a query answer stays below Temporal's 2 MB
 
 
 
-class Views(AgentParts):
-    """Mixed into AgentWorkflow: its queries, registered under these method names."""
+class Views:
+    """A part of AgentWorkflow: the answers to its queries (the workflow registers the query handlers)."""
 
-    @workflow.query(name=PENDING.name)
+    def __init__(self, session: SessionRun, waiting: Waiting, delegating: Delegating, reports: ChildReports) -> None:
+        self.session = session
+        self.waiting = waiting
+        self.delegating = delegating
+        self.reports = reports
+
     def pending(self) -> list[dict[str, Any]]:
-        return [*(item.view() for item in self.session.run_state.pauses.open), *self.children_pending()]
+        return [*(item.view() for item in self.session.run_state.pauses.open), *self.reports.children_pending()]
 
-    @workflow.query(name=STATUS.name)
     def status(self) -> SessionStatus:
         return SessionStatus(
             state=self.session.state,
@@ -51,7 +56,7 @@ class Views(AgentParts):
             pending=len(self.session.run_state.pauses.open),
             queued_messages=len(self.session.run_state.inbox),
             ignored_signals=self.session.run_state.ignored_signals,
-            remembered=[view(grant) for grant in self.live_grants()],
+            remembered=[view(grant) for grant in self.waiting.live_grants()],
             tools=[spec.name for spec in self.tools_now()],
             model=self.session.config.model,
             closed_reason=self.session.closed_reason,
@@ -61,14 +66,12 @@ class Views(AgentParts):
             verified=self.session.config.verified_decisions,
         )
 
-    @workflow.query(name=TRANSCRIPT.name)
     def transcript(self) -> list[dict[str, Any]]:
         """The conversation, whole while it is small; past a megabyte, its newest part
         (`transcript_page` and `python starter.py transcript` read all of it)."""
         messages: list[dict[str, Any]] = self.transcript_page(PageRequest(offset=None, limit=1_000_000))["messages"]
         return messages
 
-    @workflow.query(name=TRANSCRIPT_PAGE.name)
     def transcript_page(self, request: PageRequest | None = None) -> dict[str, Any]:
         """Messages [offset, offset+limit) of the whole transcript, or where to find them.
 
@@ -78,22 +81,18 @@ class Views(AgentParts):
         messages = [message.to_openai() for message in self.session.conversation.messages]
         return self.page(messages, self.session.run_state.first_message_index, request, "messages")
 
-    @workflow.query(name=AUDIT.name)
     def audit(self) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = self.audit_page(PageRequest(offset=None, limit=1_000_000))["events"]
         return events
 
-    @workflow.query(name=AUDIT_PAGE.name)
     def audit_page(self, request: PageRequest | None = None) -> dict[str, Any]:
         events = [event.model_dump(mode="json") for event in self.session.run_state.audit]
         return self.page(events, self.session.run_state.first_audit_index, request, "events")
 
-    @workflow.query(name=EVENTS.name)
     def events_after(self, request: EventsRequest | None = None) -> dict[str, Any]:
         """The session's events after an id (see workflows/events.py): what live clients follow."""
         return self.session.run_state.events.page(request or EventsRequest())
 
-    @workflow.query(name=MODEL_CONTEXT.name)
     def model_context(self, reference: ConversationRef) -> ModelRequest:
         """What the model activity sends: the system prompt, the tools and the messages a
         reference names, within the request budget. Queries are not recorded in history."""
@@ -114,7 +113,7 @@ class Views(AgentParts):
         changes the next model call, while what each call was allowed to do is
         the verdict recorded with the model's reply (docs/mcp.md)."""
         return [*CATALOG.select(self.session.config.tools),
-                *(delegate_spec(tool, agent_of(tool) or "", agent.instructions) for tool, agent in self.delegates().items())]
+                *(delegate_spec(tool, agent_of(tool) or "", agent.instructions) for tool, agent in self.delegating.delegates().items())]
 
     def page(self, items: list[dict[str, Any]], first: int, request: PageRequest | None, key: str) -> dict[str, Any]:
         """A page of what this run holds, within PAGE_BYTES; without an offset, the newest page."""

@@ -12,20 +12,18 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
-from temporalio.common import RawValue
-from temporalio.exceptions import ActivityError
 
-from workflows.contract import NOTIFY
-from workflows.activity_calls import NOTIFY_CALL, failure_message
-from workflows.limits import clip, unreadable_reason
-from workflows.patches import SETTLED_NOTICES
-from workflows.pauses import Outcome, PauseKind, PendingCall, Settlement, deadline_after
+from workflows.activity_calls import LocalChecks
+from workflows.continuing import Continuing
+from workflows.limits import clip
+from workflows.notices import Notices
+from workflows.pauses import Outcome, PauseKind, PendingCall, deadline_after
 from workflows.planning import PlannedCall
-from workflows.requests import MessageRef, Notification, NotifyReceipt, SettledNotice
+from workflows.recorder import Recorder
 from workflows.rules import Grant, args_sha256
-from workflows.tool_input import AskedInput, call_of_question
+from workflows.server_questions import AskedInput, call_of_question
+from workflows.session_run import SessionRun
 from workflows.visibility import compact_item
-from workflows.agent_parts import AgentParts
 
 with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
@@ -37,8 +35,15 @@ HISTORY_EVENTS_CRITICAL = 45_000
 HISTORY_BYTES_CRITICAL = 40_000_000
 
 
-class Waiting(AgentParts):
-    """Mixed into AgentWorkflow: the pauses of a step, from opening to the clock settling them."""
+class Waiting:
+    """A part of AgentWorkflow: the pauses of a step, from opening to the clock settling them."""
+
+    def __init__(self, session: SessionRun, checks: LocalChecks, recorder: Recorder, notices: Notices, continuing: Continuing) -> None:
+        self.session = session
+        self.checks = checks
+        self.recorder = recorder
+        self.notices = notices
+        self.continuing = continuing
 
     def open_pause_if_needed(self, plan: PlannedCall) -> None:
         if plan.action == "ask":
@@ -49,11 +54,11 @@ class Waiting(AgentParts):
                 self.request_person("approval", plan)
             else:
                 plan.action = "run"
-                self.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args), by=grant.by, rule=grant.describe())
+                self.recorder.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args), by=grant.by, rule=grant.describe())
         elif plan.action == "run" and plan.policy:
-            self.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args), rule=plan.policy)
+            self.recorder.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args), rule=plan.policy)
         elif plan.action == "run":
-            self.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args),
+            self.recorder.record("auto_approved", plan.call_id, plan.tool, args_sha256(plan.args),
                         rule="the tool's own setting: it runs without asking"
                         + ("; a person reviews its result" if plan.review else ""))
 
@@ -99,9 +104,9 @@ class Waiting(AgentParts):
             item.choices = question.choices
             item.fields = [f.model_dump(exclude_none=True) for f in question.fields] if question.fields else None
         self.session.run_state.pauses.request(item)
-        self.record("requested", item.call_id, item.tool, item.args_sha256, by=self.session.run_state.speaker, rule=kind)
+        self.recorder.record("requested", item.call_id, item.tool, item.args_sha256, by=self.session.run_state.speaker, rule=kind)
         self.session.run_state.events.add("pause_opened", now, **compact_item(item, now))
-        self.notify("requested", item)
+        self.notices.notify("requested", item)
 
     def decided_as_its_call(self, item: PendingCall) -> None:
         """An MCP server's question during a call that waited for approval decides that call: its
@@ -131,14 +136,14 @@ class Waiting(AgentParts):
     async def wait_for_people(self) -> None:
         """Wait until every open pause is settled: by a person, a message, a cancel or the clock."""
         while self.session.run_state.pauses.is_waiting():
-            self.set_state("awaiting_human")
+            self.recorder.set_state("awaiting_human")
             if self.session.run_state.cancel_reason is not None:
                 self.settle_all("cancelled", f"The session was cancelled ({self.session.run_state.cancel_reason})")
                 continue
             if self.session.run_state.inbox:
                 self.settle_all("moved_on", "The user moved on to a new message without deciding")
                 continue
-            await self.hand_over_if_long()
+            await self.continuing.hand_over_if_long()
             if self.session.hand_over_blocked and self.history_is_critical():
                 self.settle_all("timed_out", "The session could not wait longer without outgrowing Temporal's history limits")
                 continue
@@ -148,14 +153,14 @@ class Waiting(AgentParts):
                 try:
                     await workflow.wait_condition(
                         lambda: not self.session.run_state.pauses.is_waiting() or bool(self.session.run_state.inbox)
-                        or self.session.run_state.cancel_reason is not None or self.should_hand_over(),
+                        or self.session.run_state.cancel_reason is not None or self.continuing.should_hand_over(),
                         timeout=timeout,
                     )
                     continue
                 except asyncio.TimeoutError:
                     self.checks.history_moved_on()  # the timer fired
             self.on_the_clock()
-        self.set_state("running")
+        self.recorder.set_state("running")
 
     def history_is_critical(self) -> bool:
         history = self.checks.history_reading()
@@ -166,17 +171,17 @@ class Waiting(AgentParts):
         now = workflow.now()
         for item in self.session.run_state.pauses.due(now):
             if item.deadline is not None and item.deadline <= now:
-                self.record_settlement(self.session.run_state.pauses.expire(item, self.timeouts()[item.kind], now))
+                self.recorder.record_settlement(self.session.run_state.pauses.expire(item, self.timeouts()[item.kind], now))
                 continue
             if item.escalate_at is not None and item.escalate_at <= now:
                 item.escalate_at = None
                 escalated = self.escalation_for(item)
                 if item.approvers is not None:
                     item.approvers = list(dict.fromkeys([*item.approvers, *escalated]))
-                self.notify("escalated", item, to=escalated)
+                self.notices.notify("escalated", item, to=escalated)
             if item.remind_at is not None and item.remind_at <= now:
                 item.remind_at = deadline_after(now, self.session.config.remind_after_seconds)
-                self.notify("reminder", item)
+                self.notices.notify("reminder", item)
 
     def planned(self, call_id: str) -> PlannedCall | None:
         step = self.session.run_state.step
@@ -192,7 +197,7 @@ class Waiting(AgentParts):
 
     def settle_all(self, outcome: Outcome, why: str) -> None:
         for settlement in self.session.run_state.pauses.settle_all(outcome, why, workflow.now()):
-            self.record_settlement(settlement)
+            self.recorder.record_settlement(settlement)
 
     def grant_for(self, plan: PlannedCall) -> Grant | None:
         """A remembered approval that covers this call; under four-eyes, never its author's own request."""
@@ -217,72 +222,3 @@ class Waiting(AgentParts):
             "question": self.session.config.answer_timeout_seconds,
             "review": self.session.config.approval_timeout_seconds,
         }
-
-    def notify(self, event: str, item: PendingCall, to: list[str] | None = None) -> None:
-        """Tell people a pause needs them; a failed notification never blocks the session."""
-        named = self.session.behaviours.notices_name_session_people
-        info = workflow.info()
-        notification = Notification(
-            session_id=info.workflow_id, event=event, item=item.view(),
-            to=to or item.approvers or [], at=workflow.now(), chain=info.first_execution_run_id,
-            owner=self.session.config.by if named else None, participants=list(self.session.config.participants) if named else None,
-        )
-        call_id = item.call_id
-
-        async def send() -> None:
-            self.session.notifications_in_flight += 1
-            self.session.notices_in_flight[call_id] = self.session.notices_in_flight.get(call_id, 0) + 1
-            try:
-                # Its result, read as untrusted (anyone who reaches the frontend may complete it):
-                # at most a few messages, kept for this call alone, for its `settled` notice.
-                raw = await self.checks.activity_outcome(workflow.execute_activity(
-                    NOTIFY.name, notification, result_type=RawValue, summary=f"notify {', '.join(notification.to) or 'anyone'}: {event}", **NOTIFY_CALL
-                ))
-                self.session.run_state.pauses.show(call_id, messages_shown(raw))
-            except ActivityError as error:
-                workflow.logger.warning("notification failed: %s", failure_message(error))
-            finally:
-                self.session.notifications_in_flight -= 1
-                self.session.notices_in_flight[call_id] -= 1
-
-        asyncio.ensure_future(send())
-
-    def notify_settled(self, settlement: Settlement) -> None:
-        """Once a pause is settled, the messages that showed it say how, and who decided: after
-        every notice of it still in flight has said where it was shown (a reminder's too)."""
-        call_id = settlement.call_id
-
-        async def send() -> None:
-            self.session.notifications_in_flight += 1
-            try:
-                await workflow.wait_condition(lambda: not self.session.notices_in_flight.get(call_id))
-                messages = self.session.run_state.pauses.shown.pop(call_id, [])
-                if not messages:
-                    return
-                workflow.deprecate_patch(SETTLED_NOTICES)  # where the first supported build wrote its marker
-                notification = Notification(
-                    session_id=workflow.info().workflow_id, event="settled", to=[], at=settlement.at,
-                    item={"call_id": call_id, "tool": settlement.tool, "kind": settlement.kind},
-                    settled=SettledNotice(outcome=settlement.outcome, by=settlement.by, via=settlement.via),
-                    messages=messages,
-                )
-                await self.checks.activity_outcome(workflow.execute_activity(
-                    NOTIFY.name, notification, result_type=RawValue, summary=f"settled: {settlement.outcome}", **NOTIFY_CALL
-                ))
-            except ActivityError as error:
-                workflow.logger.warning("settled notification failed: %s", failure_message(error))
-            finally:
-                self.session.notifications_in_flight -= 1
-
-        asyncio.ensure_future(send())
-
-
-def messages_shown(raw: RawValue | None) -> list[MessageRef]:
-    """The messages a notify activity says it showed; nothing if its result is not a receipt."""
-    if raw is None or unreadable_reason(raw.payload.metadata) is not None:
-        return []
-    try:
-        receipt = workflow.payload_converter().from_payload(raw.payload, NotifyReceipt)
-    except Exception:
-        return []
-    return receipt.messages if isinstance(receipt, NotifyReceipt) else []
