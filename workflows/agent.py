@@ -13,13 +13,14 @@ they carry (workflows/handover.py), and the model activity reads the
 conversation through a query instead of receiving it, so each step adds only
 what is new to the history.
 
-This module is the loop; the rest of the class is mixed in, one job a module:
-the signals and Updates (handlers.py) and what they decide (inbound.py), a
-run's start (starting.py), the verdict on each call (judging.py), pauses and
-their clocks (waiting.py), continue-as-new (continuing.py), the end
-(closing.py), the queries (views.py), and the one recorder of audit, events,
-logs and visibility (recorder.py). Temporal collects handlers from base
-classes as from the class itself.
+This class holds the Temporal handlers and the loop; the rest is its parts, plain
+objects built in `build_parts`, each given the run's state (workflows/session_run.py)
+and the parts it calls: what callers send, decided (inbound.py), a run's start
+(starting.py), the verdict on each call (judging.py), pauses and their clocks
+(waiting.py) and notices (notices.py), sub-agents (delegating.py, child_reports.py),
+continue-as-new (continuing.py), the end (closing.py), the queries (views.py), and
+the one recorder of audit, events, logs and visibility (recorder.py). Each decision
+verb's signal, Update and validator come from one table (handlers.py).
 """
 
 from __future__ import annotations

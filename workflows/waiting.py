@@ -1,10 +1,9 @@
-"""Waiting for people: opening a pause, its clocks (deadline, escalation, reminder), and notices.
+"""Waiting for people: opening a pause, and its clocks (deadline, escalation, reminder).
 
 A pause is one PendingCall (workflows/pauses.py holds the rule book); this
 module is the workflow's side of it: whom a pause waits for, the timer loop
-that wakes for whichever clock comes due first, remembered approvals that spare
-a person the same question, and notifications sent without ever blocking the
-session on them.
+that wakes for whichever clock comes due first, and remembered approvals that
+spare a person the same question. The people are told through workflows/notices.py.
 """
 
 from __future__ import annotations
