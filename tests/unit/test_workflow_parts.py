@@ -8,10 +8,11 @@ activity (Notices) are subclasses that note what they were asked instead.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from temporalio import workflow
@@ -22,7 +23,7 @@ from temporalio.exceptions import ApplicationError
 from activities.tools import CATALOG  # noqa: F401  (registers the built-in tools the pauses below name)
 from workflows import contract
 from workflows.activity_calls import LocalChecks
-from workflows.agents import ChildPauses
+from workflows.agents import AgentSpec, ChildPauses
 from workflows.child_reports import ChildReports
 from workflows.closing import Closing
 from workflows.continuing import Continuing
@@ -40,7 +41,7 @@ from workflows.planning import PlannedCall
 from workflows.recorder import AUDIT_TEXT_BYTES, Recorder
 from workflows.session import SessionInput, UserMessage
 from workflows.session_run import SessionRun
-from workflows.starting import read_input
+from workflows.starting import Starting, read_input
 from workflows.tool_input import ToolInput
 from workflows.server_questions import MAX_ROUNDS, AskedInput
 from workflows.views import Views
@@ -100,6 +101,7 @@ class Parts:
         self.closing = Closing(session, self.waiting, self.recorder)
         self.children = ChildPausesTable(session, self.checks, self.recorder, self.reports)
         self.delegating = Delegating(session, self.checks, self.closing, self.children)
+        self.starting = Starting(session, self.checks, self.recorder, self.delegating)
         self.judging = Judging(session, self.checks, self.delegating)
         self.tool_input = ToolInput(session, self.waiting)
         self.views = Views(session, self.waiting, self.delegating, self.reports)
@@ -120,6 +122,15 @@ class Parts:
 
     def audited(self) -> list[str]:
         return [event.event for event in self.session.run_state.audit]
+
+
+async def until(condition: Callable[[], bool], what: str) -> None:
+    """Lets the event loop run the tasks this test started until `condition` holds (no clock involved)."""
+    for _ in range(100):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"not reached after 100 turns of the event loop: {what}")
 
 
 def raw(value: Any) -> RawValue:
@@ -276,3 +287,54 @@ def test_a_start_input_that_is_wrong_is_a_setup_error_not_an_exception() -> None
     assert carried is None and problem is not None and problem.startswith("invalid session input:")
     config, carried, problem = read_input(raw({"message": "hello"}))
     assert (config.message, carried, problem) == ("hello", None, None)
+
+
+# ------------------------------------------------------------------ delegating, starting, notices
+
+def test_the_agents_a_session_learns_are_offered_as_delegate_tools_and_may_not_redefine_the_operators() -> None:
+    parts = Parts()
+    janitor = AgentSpec(instructions="tidy the workspace")
+    parts.delegating.learn_agents({"janitor": janitor})
+    assert parts.delegating.delegates() == {"delegate__janitor": janitor}
+
+    clashing = Parts(agents={"janitor": {"instructions": "something else"}})
+    with pytest.raises(ApplicationError, match="a session may add agents, not redefine"):
+        clashing.delegating.learn_agents({"janitor": janitor})
+
+
+async def test_rules_that_name_an_unknown_tool_are_refused_as_the_session_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    parts = Parts(require_approval=["no_such_tool"])
+    asked: list[Any] = []
+
+    async def execute_local_activity(name: str, arg: Any, **options: Any) -> list[str]:
+        asked.append((name, arg))
+        return ["require_approval: unknown tool 'no_such_tool'"]
+
+    monkeypatch.setattr(workflow, "execute_local_activity", execute_local_activity)
+    with pytest.raises(ApplicationError, match="unknown tool 'no_such_tool'") as refused:
+        await parts.starting.check_tool_names()
+    assert refused.value.type == "InvalidSessionInput" and refused.value.non_retryable
+    assert asked[0][0] == contract.UNKNOWN_TOOLS.name and asked[0][1]["require_approval"] == ["no_such_tool"]
+    assert parts.checks.in_flight == 0
+
+
+async def test_a_notice_is_sent_in_the_background_and_counted_until_it_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    parts = Parts()
+    sent: list[Any] = []
+    release = asyncio.Event()
+
+    async def execute_activity(name: str, notification: Any, **options: Any) -> None:
+        sent.append((name, notification.event, notification.item["call_id"]))
+        await release.wait()
+
+    monkeypatch.setattr(workflow, "execute_activity", execute_activity)
+    notices = Notices(parts.session, parts.checks)
+    item = PendingCall(call_id="c1", kind="approval", tool="delete_file", args={}, args_sha256="x", requested_at=NOW,
+                       approvers=["ana"])
+    notices.notify("requested", item)
+    await until(lambda: bool(sent), "the notice's task started")
+    assert sent == [(contract.NOTIFY.name, "requested", "c1")]
+    assert parts.session.notifications_in_flight == 1 and parts.session.notices_in_flight == {"c1": 1}
+    release.set()
+    await until(lambda: parts.session.notifications_in_flight == 0, "the notice finished")
+    assert parts.session.notifications_in_flight == 0 and parts.session.notices_in_flight == {"c1": 0}
