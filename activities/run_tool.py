@@ -15,7 +15,7 @@ from activities.tools import ToolError
 from hitl.catalog.bounded_regexes import regex_time_limit
 from hitl.catalog import CATALOG, ArgumentsRejected, ToolCatalog, ToolContext
 from workflows.contract import RUN_TOOL
-from workflows.tool_input import INPUT_REQUIRED
+from workflows.server_questions import INPUT_REQUIRED
 from workflows.forms import describe_validation_error
 from workflows.limits import well_formed
 from workflows.requests import ToolInvocation

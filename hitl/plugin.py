@@ -34,16 +34,17 @@ PURE_MODULES = (
     "workflows.policy", "workflows.patches", "workflows.decisions", "workflows.transcript_index",
     "workflows.contract", "workflows.deciders", "workflows.arity", "workflows.agents", "hitl.catalog",
 )
-# The workflow's own code: workflows/agent.py and the mixins it is made of. Shared too: importing
-# the mixins again for every session was a tenth of a busy worker's time, and running the
-# `@workflow.defn` of the class they make (which inspects each of its members) another
+# The workflow's own code: workflows/agent.py and the parts it is made of. Shared too: importing
+# these modules again for every session was a tenth of a busy worker's time, and running the
+# `@workflow.defn` of the workflow class (which inspects each of its members) another
 # twentieth (docs/evidence.md). What the sandbox would have caught in them (a clock, randomness,
 # I/O) tests/unit/test_sandbox_passthrough.py refuses instead; the builtins the sandbox
 # restricts (open, input, ...) stay restricted while any workflow code runs.
 WORKFLOW_MODULES = (
     "workflows.agent", "workflows.handlers", "workflows.inbound", "workflows.views", "workflows.waiting",
     "workflows.judging", "workflows.starting", "workflows.continuing", "workflows.closing", "workflows.recorder",
-    "workflows.activity_calls", "workflows.agent_parts", "workflows.delegating", "workflows.tool_input",
+    "workflows.activity_calls", "workflows.delegating", "workflows.tool_input", "workflows.session_run",
+    "workflows.notices", "workflows.child_reports", "workflows.payloads", "workflows.server_questions",
 )
 SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
     "pydantic", "pydantic_core", "annotated_types", "typing_inspection", "cryptography", "jsonschema",

@@ -18,7 +18,6 @@ from temporalio.exceptions import ActivityError
 from workflows.conversation import ModelReply
 from workflows.limits import RECORDED_BYTES, clip, json_well_formed, unreadable_reason
 from workflows.patches import RESULTS_READ_AS_THEIR_TYPE
-from workflows.agent_parts import AgentParts
 
 T = TypeVar("T")
 
@@ -52,22 +51,23 @@ class HistoryReading:
     size: int
 
 
-class LocalChecks(AgentParts):
-    """Mixed into AgentWorkflow: every local activity goes through `local_activity`, which counts
+class LocalChecks:
+    """A part of AgentWorkflow: every local activity goes through `local_activity`, which counts
     those in flight, so that Updates are refused meanwhile (workflows/inbound.py, refuse_while_busy),
     and pins the history reading the decisions after it see (`history_reading`)."""
 
-    local_activities_in_flight: int = 0
-    history_as_of: HistoryReading | None = None
-    moved_on_meanwhile: bool = False
+    def __init__(self) -> None:
+        self.in_flight = 0  # local activities whose result has not reached the code yet
+        self.history_as_of: HistoryReading | None = None
+        self.moved_on_meanwhile = False
 
     async def local_activity(self, name: str, arg: Any, **options: Any) -> Any:
         started = self.history_reading()
-        self.local_activities_in_flight += 1
+        self.in_flight += 1
         try:
             return await workflow.execute_local_activity(name, arg, **options)
         finally:
-            self.local_activities_in_flight -= 1
+            self.in_flight -= 1
             self.history_as_of = started
             if self.moved_on_meanwhile:
                 # Once the code after the activity has run to its first wait, as a replay runs it.
@@ -108,7 +108,7 @@ class LocalChecks(AgentParts):
         has run to its first wait. Live, a late result can come in one activation with a signal,
         whose handler runs first; a replay gives the result in its marker's task and the signal
         in its own, later: the code after the result must read the pinned figures in both."""
-        if self.local_activities_in_flight:
+        if self.in_flight:
             self.moved_on_meanwhile = True
             return
         self.history_as_of = None

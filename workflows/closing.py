@@ -11,15 +11,23 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from workflows.agent_parts import AgentParts
+
+from workflows.recorder import Recorder
+from workflows.session_run import SessionRun
+from workflows.waiting import Waiting
 
 # After a person's cancel the session closes this much later, from its own timer (see
 # let_in_flight_work_finish).
 CANCEL_GRACE = timedelta(seconds=1)
 
 
-class Closing(AgentParts):
-    """Mixed into AgentWorkflow: called when its loop ends, however it ends."""
+class Closing:
+    """A part of AgentWorkflow: called when its loop ends, however it ends."""
+
+    def __init__(self, session: SessionRun, waiting: Waiting, recorder: Recorder) -> None:
+        self.session = session
+        self.waiting = waiting
+        self.recorder = recorder
 
     async def let_in_flight_work_finish(self) -> None:
         """Update handlers still replying, and notifications still being sent, finish before the
@@ -32,17 +40,17 @@ class Closing(AgentParts):
         cancel's task is in flight, and a closing completion that races a signal is failed by
         the server (UNHANDLED_COMMAND) and retried, a failed task operators are paged for.
         Arriving first, the signal is refused and audited like any other."""
-        if self.run_state.cancel_reason is not None:
+        if self.session.run_state.cancel_reason is not None:
             await workflow.sleep(CANCEL_GRACE)
         # Signals to other sessions of a delegation tree too (only sessions since SUB_AGENTS send any).
-        await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight
-                                      and not self.reports_in_flight)
+        await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.session.notifications_in_flight
+                                      and not self.session.reports_in_flight)
 
     def close(self, reason: str) -> None:
         """Settle whatever is still open, so even a closed transcript is well-formed."""
         why = f"The session closed ({reason}) before this call was settled"
-        self.settle_all("cancelled", why)
-        for call_id in self.conversation.unanswered_call_ids():
-            self.add_tool_result(call_id, f"{why}; the tool did not run.")
-        self.closed_reason = reason
-        self.set_state("closed")
+        self.waiting.settle_all("cancelled", why)
+        for call_id in self.session.conversation.unanswered_call_ids():
+            self.session.add_tool_result(call_id, f"{why}; the tool did not run.")
+        self.session.closed_reason = reason
+        self.recorder.set_state("closed")

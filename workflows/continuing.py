@@ -15,11 +15,11 @@ from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from workflows.activity_calls import failure_message
+from workflows.activity_calls import LocalChecks, failure_message
 from workflows.contract import RECORD_TRANSCRIPT_INDEX
 from workflows.handover import DECIDED_KEPT, HISTORY_BYTES_LIMIT, RunState, newest, shrink_to_fit
 from workflows.transcript_index import transcript_index
-from workflows.agent_parts import AgentParts
+from workflows.session_run import SessionRun
 
 # Bounded, like the timer it replaced: a run that hands over is one whose history is large, and
 # signals may keep coming while it waits. Past 5 s in the queue (every activity slot busy with
@@ -32,8 +32,12 @@ RECORD_INDEX_CALL: dict[str, Any] = dict(
 )
 
 
-class Continuing(AgentParts):
-    """Mixed into AgentWorkflow: the loop asks `hand_over_if_long` at its boundaries; __init__ calls `resume`."""
+class Continuing:
+    """A part of AgentWorkflow: the loop asks `hand_over_if_long` at its boundaries; __init__ calls `resume`."""
+
+    def __init__(self, session: SessionRun, checks: LocalChecks) -> None:
+        self.session = session
+        self.checks = checks
 
     def history_is_long(self) -> bool:
         """Time to continue as new: past the session's event budget or HISTORY_BYTES_LIMIT.
@@ -42,15 +46,15 @@ class Continuing(AgentParts):
         (about 4 MB): each hand-over carries the model's recent view, so fewer, larger
         runs store less in all.
         """
-        history = self.history_reading()
-        if history.length >= self.config.continue_as_new_after_events:
+        history = self.checks.history_reading()
+        if history.length >= self.session.config.continue_as_new_after_events:
             return True
         return history.size >= HISTORY_BYTES_LIMIT
 
     def should_hand_over(self) -> bool:
         """Wake a wait to hand over."""
         # Not while a tool call waits for its server's question to be answered: the call is in no RunState.
-        return not self.hand_over_blocked and not self.tool_inputs_waiting and self.history_is_long()
+        return not self.session.hand_over_blocked and not self.session.tool_inputs_waiting and self.history_is_long()
 
     async def hand_over_if_long(self) -> None:
         if self.should_hand_over():
@@ -72,17 +76,17 @@ class Continuing(AgentParts):
         than the server's timer queue next reads, about a second away, and a second of 1.9 MB
         signals took a run past Temporal's 50 MB limit.
         """
-        self.handing_over = True  # Updates waiting for the session to settle answer now
+        self.session.handing_over = True  # Updates waiting for the session to settle answer now
         carried = await self.carry_once_settled()
         if carried is not None:
             await self.record_transcript_index()
             carried = await self.carry_once_settled()  # with the signals that came meanwhile
         if carried is None:
             workflow.logger.warning("too much waits for people to hand over now; trying again once it settles")
-            self.hand_over_blocked = True
-            self.handing_over = False
+            self.session.hand_over_blocked = True
+            self.session.handing_over = False
             return
-        workflow.continue_as_new(self.config.model_copy(update={"carried": carried.model_dump(mode="json")}))
+        workflow.continue_as_new(self.session.config.model_copy(update={"carried": carried.model_dump(mode="json")}))
 
     async def carry_once_settled(self) -> RunState | None:
         """What to carry once handlers and notifications in flight have finished; None when it does not fit.
@@ -90,8 +94,8 @@ class Continuing(AgentParts):
         After the index's activity nothing it waits for may be a local activity (notifications are
         ordinary activities, handlers await none): a local activity's result could come alone again.
         """
-        await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.notifications_in_flight)
-        return shrink_to_fit(self.carry(), self.conversation)
+        await workflow.wait_condition(lambda: workflow.all_handlers_finished() and not self.session.notifications_in_flight)
+        return shrink_to_fit(self.carry(), self.session.conversation)
 
     async def record_transcript_index(self) -> None:
         """This run's transcript by reference, recorded once in its history as an activity's input,
@@ -99,9 +103,9 @@ class Continuing(AgentParts):
         (workflows/transcript_index.py). Awaited even when the run has no index: its completion
         is the task the run hands over in. Its result is not read (anyone who reaches the
         frontend may complete it), and a failure only leaves the transcript to be read by queries."""
-        index = transcript_index(self.run_state.first_message_index, self.conversation.messages)
+        index = transcript_index(self.session.run_state.first_message_index, self.session.conversation.messages)
         try:
-            await self.activity_outcome(workflow.execute_activity(
+            await self.checks.activity_outcome(workflow.execute_activity(
                 RECORD_TRANSCRIPT_INDEX.name, index, result_type=RawValue, summary="the transcript index of this run",
                 **RECORD_INDEX_CALL,
             ))
@@ -109,23 +113,23 @@ class Continuing(AgentParts):
             workflow.logger.warning("the transcript index was not recorded: %s", failure_message(error))
 
     def carry(self) -> RunState:
-        pauses = self.run_state.pauses
+        pauses = self.session.run_state.pauses
         pauses.decided = dict(newest(list(pauses.decided.items()), DECIDED_KEPT))
-        return self.run_state.for_next_run(workflow.now())
+        return self.session.run_state.for_next_run(workflow.now())
 
     def resume(self, carried: RunState) -> None:
         """Take over the state the previous run handed over, its messages appended one by one so
         the conversation's invariant and the hash chain hold for them as for any other."""
         messages, carried.messages = carried.messages, []
         if "verifier" not in carried.model_fields_set:  # a state written before verified decisions
-            carried.verifier = self.run_state.verifier
-        self.run_state = carried
+            carried.verifier = self.session.run_state.verifier
+        self.session.run_state = carried
         for message in messages:
-            self.append(message)
-        self.settled_event = carried.events.last_id
+            self.session.append(message)
+        self.session.settled_event = carried.events.last_id
         if carried.pauses.is_waiting():
-            self.state = "awaiting_human"
+            self.session.state = "awaiting_human"
         elif carried.in_turn or carried.inbox:
-            self.state = "running"
+            self.session.state = "running"
         else:
-            self.state = "idle"
+            self.session.state = "idle"

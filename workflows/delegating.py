@@ -22,69 +22,76 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
-from workflows.agent_parts import AgentParts
-from workflows.agents import MAX_DEPTH, REPORTED_KEPT, AgentSpec, ChildPauses, Delegation, ForwardedToChild, agent_of, child_input, delegate_tool, merged, offered_agents
-from workflows.contract import CHILD_PAUSES, WORKFLOW
-from workflows.inbound import decoded
+from workflows.agents import MAX_DEPTH, AgentSpec, ChildPauses, Delegation, ForwardedToChild, agent_of, child_input, delegate_tool, merged, offered_agents
+from workflows.contract import WORKFLOW
+from workflows.activity_calls import LocalChecks
+from workflows.child_reports import DECISIONS, ChildReports
+from workflows.closing import Closing
+from workflows.payloads import decoded
 from workflows.limits import RECORDED_BYTES, clip
-from workflows.recorder import AUDIT_TEXT_BYTES
+from workflows.recorder import AUDIT_TEXT_BYTES, Recorder
 from workflows.session import DEFAULT_SYSTEM_PROMPT, AuditEvent, SessionSummary
+from workflows.session_run import SessionRun
 
 # The reason a child closes with once it has answered its task.
 TASK_ANSWERED = "answered its task"
-# The audit events a child passes up to its parent: people's decisions on its calls.
-DECISIONS = ("approved", "rejected", "answered", "edited")
 
 
-class Delegating(AgentParts):
-    """Mixed into AgentWorkflow: the agents it may delegate to, and each delegation."""
+class Delegating:
+    """A part of AgentWorkflow: the agents it may delegate to, and each delegation."""
+
+    def __init__(self, session: SessionRun, checks: LocalChecks, closing: Closing, children: ChildPausesTable) -> None:
+        self.session = session
+        self.checks = checks
+        self.closing = closing
+        self.children = children
 
     def depth(self) -> int:
-        return len(self.config.delegated.path) if self.config.delegated else 0
+        return len(self.session.config.delegated.path) if self.session.config.delegated else 0
 
     def delegates(self) -> dict[str, AgentSpec]:
         """The agents this session offers the model, by their delegate tool's name."""
-        return {delegate_tool(name): self.agents[name]
-                for name in offered_agents(self.agents, self.config.tools, self.depth())}
+        return {delegate_tool(name): self.session.agents[name]
+                for name in offered_agents(self.session.agents, self.session.config.tools, self.depth())}
 
     def learn_agents(self, operator: dict[str, AgentSpec]) -> None:
         """This run's agents: the operator's and the session's, or, in a child, its parent's table.
         A session that says it is a child is refused unless Temporal says that parent started it."""
-        delegated = self.config.delegated
+        delegated = self.session.config.delegated
         if delegated is not None:
             parent = workflow.info().parent
             if parent is None or parent.workflow_id != delegated.parent:
                 raise ApplicationError("invalid session input: delegated: only the parent session named there may "
                                        "start a child session", type="InvalidSessionInput", non_retryable=True)
-            self.agents = dict(self.config.agents or {})
+            self.session.agents = dict(self.session.config.agents or {})
             return
         try:
-            self.agents = merged(operator, self.config.agents)
+            self.session.agents = merged(operator, self.session.config.agents)
         except ValueError as error:
             raise ApplicationError(f"invalid session input: {error}", type="InvalidSessionInput",
                                    non_retryable=True) from None
 
     def answered_its_task(self) -> bool:
         """A child closes once its one turn ended (not when it was cancelled: that closes as usual)."""
-        if self.config.delegated is None or not self.run_state.turn or self.run_state.cancel_reason is not None:
+        if self.session.config.delegated is None or not self.session.run_state.turn or self.session.run_state.cancel_reason is not None:
             return False
-        self.close(self.run_state.error or TASK_ANSWERED)
+        self.closing.close(self.session.run_state.error or TASK_ANSWERED)
         return True
 
     async def delegate(self, tool: str, args: dict[str, Any]) -> str:
         """The child's final answer, or an error its parent's model reads."""
         name = agent_of(tool) or ""
-        if name not in self.agents:
+        if name not in self.session.agents:
             return f"Error: {tool} failed: there is no agent named {name!r} any more"
-        self.run_state.delegations += 1
+        self.session.run_state.delegations += 1
         info = workflow.info()
-        above = self.config.delegated
+        above = self.session.config.delegated
         delegation = Delegation(parent=info.workflow_id, root=above.root if above else info.workflow_id,
                                 path=[*(above.path if above else []), name],
-                                **({"asked_by": self.run_state.speaker} if self.behaviours.tree_asked_and_audited else {}))
-        start = child_input(self.config.model_dump(mode="json", exclude_none=True), self.agents, name,
+                                **({"asked_by": self.session.run_state.speaker} if self.session.behaviours.tree_asked_and_audited else {}))
+        start = child_input(self.session.config.model_dump(mode="json", exclude_none=True), self.session.agents, name,
                             str(args.get("task", "")), delegation, DEFAULT_SYSTEM_PROMPT)
-        child_id = f"{info.workflow_id}/{name}/{self.run_state.delegations}"
+        child_id = f"{info.workflow_id}/{name}/{self.session.run_state.delegations}"
         try:
             child = await workflow.start_child_workflow(
                 WORKFLOW, start, id=child_id, task_queue=info.task_queue, result_type=SessionSummary,
@@ -93,18 +100,18 @@ class Delegating(AgentParts):
                 static_summary=f"{' / '.join(delegation.path)}: {clip(start['message'], 200)}",
             )
         except Exception as error:  # the id is taken by a running workflow, or the start failed
-            self.history_moved_on()
+            self.checks.history_moved_on()
             return f"Error: {tool} failed: the agent could not start ({clip(str(error), RECORDED_BYTES)})"
-        self.history_moved_on()  # the child's start is an event
-        self.run_state.children.append(child_id)
+        self.checks.history_moved_on()  # the child's start is an event
+        self.session.run_state.children.append(child_id)
         # Not in a `finally`: a run evicted from the worker's cache closes this coroutine, and no
         # workflow code may run then. A session cancelled meanwhile lists no child (children_pending).
         answer = await self.child_answer(tool, child, child_id)
-        self.child_finished(child_id)
+        self.children.child_finished(child_id)
         return answer
 
     async def child_answer(self, tool: str, child: Any, child_id: str) -> str:
-        await workflow.wait_condition(lambda: child.done() or self.run_state.cancel_reason is not None)
+        await workflow.wait_condition(lambda: child.done() or self.session.run_state.cancel_reason is not None)
         cancelled_here = not child.done()
         if cancelled_here:
             child.cancel()  # it settles its own pauses and closes; waited for (WAIT_CANCELLATION_COMPLETED)
@@ -113,11 +120,11 @@ class Delegating(AgentParts):
         except (ChildWorkflowError, asyncio.CancelledError) as error:
             if isinstance(error, asyncio.CancelledError) and not cancelled_here:
                 raise  # this session itself was cancelled through Temporal
-            self.history_moved_on()
-            why = f"the session was cancelled ({self.run_state.cancel_reason})" if cancelled_here else \
+            self.checks.history_moved_on()
+            why = f"the session was cancelled ({self.session.run_state.cancel_reason})" if cancelled_here else \
                 clip(str(error.cause or error) if isinstance(error, ChildWorkflowError) else str(error), RECORDED_BYTES)
             return f"Error: {tool} failed: {why}; see session {child_id}"
-        self.history_moved_on()
+        self.checks.history_moved_on()
         if summary.reason != TASK_ANSWERED or summary.last_answer is None:
             return f"Error: {tool} did not answer: {summary.reason}; see session {child_id}"
         return summary.last_answer
@@ -139,8 +146,8 @@ def within_audit_bounds(event: AuditEvent) -> AuditEvent:
     return event.model_copy(update={**texts, "path": path})
 
 
-class ChildPausesTable(AgentParts):
-    """Mixed into AgentWorkflow: what waits in the children, listed in `pending`; decisions forwarded.
+class ChildPausesTable:
+    """A part of AgentWorkflow: what waits in the children, listed in `pending`; decisions forwarded.
 
     A child signals its parent (`child_pauses`) whenever what waits in it or below it changes,
     and the parent passes the news up in its own report: the root holds every pause of the tree.
@@ -153,31 +160,26 @@ class ChildPausesTable(AgentParts):
     session. Verified decisions about a child's call are signed for the child (its `session_id`).
     """
 
-    reports_in_flight: int
-    last_sent: asyncio.Future[None] | None
+    def __init__(self, session: SessionRun, checks: LocalChecks, recorder: Recorder, reports: ChildReports) -> None:
+        self.session = session
+        self.checks = checks
+        self.recorder = recorder
+        self.reports = reports
 
-    def children_pending(self) -> list[dict[str, Any]]:
-        """What waits below, as the children last said; nothing once this session has closed (its
-        children are cancelled with it, and settle their own calls)."""
-        if self.state == "closed":
-            return []
-        return [item for report in self.run_state.child_pauses.values() for item in report.items]
-
-    @workflow.signal(name=CHILD_PAUSES.name)
-    def child_pauses(self, payload: RawValue) -> None:
+    def take_report(self, payload: RawValue) -> None:
         """Taken only from a child this session started and still waits for, only if newer, and
         only about that child and the sessions below it (whose ids start with the child's)."""
-        self.history_moved_on()
+        self.checks.history_moved_on()
         try:
             report = ChildPauses.model_validate(decoded(payload))
         except Exception:  # noqa: BLE001 (only sessions send it: a malformed one is nobody's report)
             return
-        known = self.run_state.child_pauses.get(report.session_id)
-        if report.session_id not in self.run_state.children or (known is not None and known.seq >= report.seq):
+        known = self.session.run_state.child_pauses.get(report.session_id)
+        if report.session_id not in self.session.run_state.children or (known is not None and known.seq >= report.seq):
             return
         if not all(below(report.session_id, item) for item in report.items):
             return
-        self.run_state.child_pauses[report.session_id] = report
+        self.session.run_state.child_pauses[report.session_id] = report
         for event in report.decided:
             self.record_below(report.session_id, event)
         self.follow_children()
@@ -192,87 +194,40 @@ class ChildPausesTable(AgentParts):
         session = decided.session_id or ""
         if decided.event in DECISIONS and (session == child or session.startswith(f"{child}/")) and \
                 str(decided.call_id).startswith(f"{session}/"):
-            self.run_state.audit.append(within_audit_bounds(decided) if self.behaviours.clips_child_reports else decided)
+            self.session.run_state.audit.append(within_audit_bounds(decided) if self.session.behaviours.clips_child_reports else decided)
 
     def child_finished(self, child_id: str) -> None:
         """A closed child waits for nothing: its pauses were settled as it closed."""
-        self.run_state.children = [child for child in self.run_state.children if child != child_id]
-        if self.run_state.child_pauses.pop(child_id, None) is not None:
+        self.session.run_state.children = [child for child in self.session.run_state.children if child != child_id]
+        if self.session.run_state.child_pauses.pop(child_id, None) is not None:
             self.follow_children()
 
     def follow_children(self) -> None:
         """While a call waits below, the session waits for people too (so `wait_until_settled`, the
         API's start and its messages answer then); once none does, it runs on."""
-        if self.state == "closed":
+        if self.session.state == "closed":
             return
-        if self.children_pending() and self.state == "running":
-            self.set_state("awaiting_human")
-        elif not self.children_pending() and self.state == "awaiting_human" and not self.run_state.pauses.open:
-            self.set_state("running")
+        if self.reports.children_pending() and self.session.state == "running":
+            self.recorder.set_state("awaiting_human")
+        elif not self.reports.children_pending() and self.session.state == "awaiting_human" and not self.session.run_state.pauses.open:
+            self.recorder.set_state("running")
         else:
-            self.publish()
-
-    def report_pauses(self) -> None:
-        """A child's report to its parent, when what waits in it or below it changed."""
-        delegated = self.config.delegated
-        if delegated is None or not self.behaviours.delegates_to_agents:
-            return
-        own = workflow.info().workflow_id
-        items = [{**item.view(), "call_id": f"{own}/{item.call_id}", "child_call_id": item.call_id,
-                  "path": delegated.path, "session_id": own} for item in self.run_state.pauses.open]
-        items = [*items, *self.children_pending()][-REPORTED_KEPT:]
-        decided = self.decisions_to_report(own, delegated.path) if self.behaviours.tree_asked_and_audited else []
-        if items == self.last_report and not decided:
-            return
-        self.last_report = items
-        self.run_state.reports_sent += 1
-        report = ChildPauses(session_id=own, seq=self.run_state.reports_sent, items=items,
-                             **({"decided": decided} if decided else {}))
-        self.send_to(delegated.parent, CHILD_PAUSES.name, report.model_dump(mode="json", exclude_unset=True))
-
-    def decisions_to_report(self, own: str, path: list[str]) -> list[dict[str, Any]]:
-        """The decisions in this session's audit since its last report: its own, named with its
-        session, path and the call as the root lists it; those its children reported, as they were."""
-        start = max(self.run_state.audit_reported - self.run_state.first_audit_index, 0)
-        new = [event for event in self.run_state.audit[start:] if event.event in DECISIONS]
-        self.run_state.audit_reported = self.run_state.first_audit_index + len(self.run_state.audit)
-        return [event.model_dump(mode="json") if event.session_id else
-                {**event.model_dump(mode="json"), "session_id": own, "path": path, "call_id": f"{own}/{event.call_id}"}
-                for event in new][-REPORTED_KEPT:]
-
-    def send_to(self, session_id: str, signal: str, payload: Any) -> None:
-        """A signal to another session of the tree; one that has closed meanwhile hears nothing.
-        Each waits for the one before it: Temporal delivers signals to other workflows in no
-        promised order, and a forwarded claim overtaken by its release would hold the call."""
-        self.reports_in_flight += 1
-        before = self.last_sent
-
-        async def send() -> None:
-            try:
-                if before is not None:
-                    await before  # never raises: each send ends here
-                await workflow.get_external_workflow_handle(session_id).signal(signal, payload)
-            except Exception:  # noqa: BLE001 (closed: nothing waits there any more)
-                workflow.logger.info("signal %s to %s not delivered: it has closed", signal, session_id)
-            finally:
-                self.reports_in_flight -= 1
-
-        self.last_sent = asyncio.ensure_future(send())
+            self.recorder.publish()
 
     def refer_to_child(self, payload: Any) -> None:
         """Raises ForwardedToChild when the decision's call_id names a call that waits below."""
-        if not self.run_state.child_pauses or not isinstance(payload, dict):
+        if not self.session.run_state.child_pauses or not isinstance(payload, dict):
             return
         call_id = payload.get("call_id")
         if not isinstance(call_id, str):  # no call below has any other
             return
-        for child, report in self.run_state.child_pauses.items():
+        for child, report in self.session.run_state.child_pauses.items():
             for item in report.items:
                 if item.get("call_id") == call_id:
                     raise ForwardedToChild(child, item["child_call_id"] if item.get("session_id") == child else call_id)
 
     def forward(self, verb: str, payload: dict[str, Any], forwarded: ForwardedToChild) -> dict[str, Any]:
         """The decision as it was sent, to the child it is about; the child judges it and audits it."""
-        self.send_to(forwarded.child, verb, {**payload, "call_id": forwarded.call_id})
+        self.reports.send_to(forwarded.child, verb, {**payload, "call_id": forwarded.call_id})
         return {"accepted": True, "call_id": str(payload.get("call_id")), "outcome": "forwarded",
                 "session_id": forwarded.child}

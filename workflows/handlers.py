@@ -1,169 +1,104 @@
-"""The session's signals and Updates: each a line that hands its raw payload to workflows/inbound.py.
+"""The decision verbs, each declared once: its signal, its Update twin and the Update's validator come from one row.
 
-Payloads arrive raw (RawValue) and are decoded there, so that one nested past
-any parser's limit, or in an unknown encoding, is a recorded refusal rather
-than a task failure or a log line nobody reads. Each signal has an Update twin
-whose validator runs the same decision function and raises what the signal
-would record (see STYLE: never two copies of a rule).
+Every verb of the contract (workflows/contract.py, INBOUND) has a signal `<verb>` and an Update
+`<verb>_update` with the same input. The signal records a refusal; the Update's validator runs the
+same check and rejects with the same reason before anything is recorded; the Update's handler
+applies the verb like the signal (workflows/inbound.py). `with_verb_handlers` makes the three
+functions of each row of VERBS and sets them on the workflow class before `@workflow.defn` collects
+its handlers, so a verb is written once and its three handlers cannot drift apart.
+
+Payloads arrive raw (RawValue) and are decoded by the Inbound part, so that one nested past any
+parser's limit, or in an unknown encoding, is a recorded refusal rather than a task failure.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RawValue
 
-from workflows.contract import ANSWER, APPROVE, CANCEL, CLAIM, REJECT, RELEASE, USER_MESSAGE, WAIT_UNTIL_SETTLED
-from workflows.inbound import decoded, refused
-from workflows.decisions import Refusal
-from workflows.agent_parts import AgentParts
-
-# Temporal admits 10 Updates in flight per workflow; waiters beyond this many answer the oldest
-# at once, so callers that wait for ever (an `after_event` nobody reaches) leave room for decisions.
-MAX_WAITERS = 4
+from workflows.contract import ANSWER, APPROVE, CANCEL, CLAIM, INBOUND, REJECT, RELEASE, USER_MESSAGE
+from workflows.contract import Inbound as ContractEntry
+from workflows.inbound import Inbound
 
 
-class Handlers(AgentParts):
-    """Mixed into AgentWorkflow: registered under these method names, as they always were."""
+class HasInbound(Protocol):
+    """What a verb's handlers need of the workflow: its Inbound part."""
 
-    @workflow.signal(name=USER_MESSAGE.signal.name)
-    def user_message(self, payload: RawValue) -> None:
-        self.signal_or_record(USER_MESSAGE.verb, payload, self.receive_message)
+    inbound: Inbound
 
-    @workflow.update(name=USER_MESSAGE.update.name)
-    def user_message_update(self, payload: RawValue) -> dict[str, Any]:
-        return self.update_or_fail(USER_MESSAGE.verb, payload, self.receive_message)
 
-    @user_message_update.validator
-    def check_user_message(self, payload: RawValue) -> None:
-        self.validate(payload, lambda value: self.run_state.verifier.check_message(
-            self.parse_message(value), workflow.info().workflow_id, workflow.now(), self.run_check(recording=False)))
+@dataclass(frozen=True)
+class Verb:
+    """A decision verb: its contract entry, what its handlers apply, and what its validator checks."""
 
-    @workflow.signal(name=APPROVE.signal.name)
-    def approve(self, payload: RawValue) -> None:
-        self.signal_or_record(APPROVE.verb, payload, self.approve_call)
+    entry: ContractEntry[Any]
+    apply: Callable[[Inbound, Any], dict[str, Any]]  # a decoded payload, applied (or a Refusal raised)
+    check: Callable[[Inbound, Any], object]  # the same judgement, applying nothing (or a Refusal raised)
 
-    @workflow.update(name=APPROVE.update.name)
-    def approve_update(self, payload: RawValue) -> dict[str, Any]:
-        return self.update_or_fail(APPROVE.verb, payload, self.approve_call)
+    @property
+    def name(self) -> str:
+        return self.entry.verb
 
-    @approve_update.validator
-    def check_approve(self, payload: RawValue) -> None:
-        self.validate(payload, lambda value: self.decide("approve", value))
 
-    @workflow.signal(name=REJECT.signal.name)
-    def reject(self, payload: RawValue) -> None:
-        self.signal_or_record(REJECT.verb, payload, self.reject_call)
+def decision(entry: ContractEntry[Any]) -> Verb:
+    """A person's decision on a pause: judged by the pause book (Inbound.decide), then applied."""
+    return Verb(entry, apply=lambda inbound, value: inbound.decide_and_apply(entry.verb, value),
+                check=lambda inbound, value: inbound.decide(entry.verb, value))
 
-    @workflow.update(name=REJECT.update.name)
-    def reject_update(self, payload: RawValue) -> dict[str, Any]:
-        return self.update_or_fail(REJECT.verb, payload, self.reject_call)
 
-    @reject_update.validator
-    def check_reject(self, payload: RawValue) -> None:
-        self.validate(payload, lambda value: self.decide("reject", value))
+def hold(entry: ContractEntry[Any]) -> Verb:
+    """A claim on a pause, or its release: judged by Inbound.judge_claim, then held."""
+    return Verb(entry, apply=lambda inbound, value: inbound.hold(entry.verb, value),
+                check=lambda inbound, value: inbound.judge_claim(entry.verb, value))
 
-    @workflow.signal(name=ANSWER.signal.name)
-    def answer(self, payload: RawValue) -> None:
-        self.signal_or_record(ANSWER.verb, payload, self.answer_call)
 
-    @workflow.update(name=ANSWER.update.name)
-    def answer_update(self, payload: RawValue) -> dict[str, Any]:
-        return self.update_or_fail(ANSWER.verb, payload, self.answer_call)
+VERBS: tuple[Verb, ...] = (
+    Verb(USER_MESSAGE, apply=Inbound.receive_message, check=Inbound.check_message),
+    decision(APPROVE),
+    decision(REJECT),
+    decision(ANSWER),
+    Verb(CANCEL, apply=Inbound.request_cancel, check=Inbound.parse_cancel),
+    hold(CLAIM),
+    hold(RELEASE),
+)
+assert {verb.name for verb in VERBS} == set(INBOUND), "every verb of the contract has its row, and only those"
 
-    @answer_update.validator
-    def check_answer(self, payload: RawValue) -> None:
-        self.validate(payload, lambda value: self.decide("answer", value))
 
-    @workflow.signal(name=CANCEL.signal.name)
-    def cancel(self, payload: RawValue) -> None:
-        self.signal_or_record(CANCEL.verb, payload, self.request_cancel)
+def verb_handlers(verb: Verb) -> tuple[Callable[[HasInbound, RawValue], None],
+                                      workflow.UpdateMethodMultiParam[[HasInbound, RawValue], dict[str, Any]]]:
+    """The signal and the Update (its validator attached) of one verb, under the contract's names."""
 
-    @workflow.update(name=CANCEL.update.name)
-    def cancel_update(self, payload: RawValue) -> dict[str, Any]:
-        return self.update_or_fail(CANCEL.verb, payload, self.request_cancel)
+    def on_signal(self: HasInbound, payload: RawValue) -> None:
+        self.inbound.signal_or_record(verb.name, payload, lambda value: verb.apply(self.inbound, value))
 
-    @cancel_update.validator
-    def check_cancel(self, payload: RawValue) -> None:
-        self.validate(payload, self.parse_cancel)
+    def on_update(self: HasInbound, payload: RawValue) -> dict[str, Any]:
+        return self.inbound.update_or_fail(verb.name, payload, lambda value: verb.apply(self.inbound, value))
 
-    @workflow.signal(name=CLAIM.signal.name)
-    def claim(self, payload: RawValue) -> None:
-        self.signal_or_record(CLAIM.verb, payload, self.claim_call)
+    def check(self: HasInbound, payload: RawValue) -> None:
+        self.inbound.validate(payload, lambda value: verb.check(self.inbound, value))
 
-    @workflow.update(name=CLAIM.update.name)
-    def claim_update(self, payload: RawValue) -> dict[str, Any]:
-        return self.update_or_fail(CLAIM.verb, payload, self.claim_call)
+    for function, name in ((on_signal, verb.entry.signal.name), (on_update, verb.entry.update.name),
+                           (check, f"check_{verb.name}")):
+        function.__name__ = function.__qualname__ = name
+        # Typed for the checker; the SDK takes the first parameter as the instance only when it is
+        # unannotated, and would otherwise read its type as the payload's.
+        del function.__annotations__["self"]
+    update = workflow.update(name=verb.entry.update.name)(on_update)
+    update.validator(check)
+    return workflow.signal(name=verb.entry.signal.name)(on_signal), update
 
-    @claim_update.validator
-    def check_claim(self, payload: RawValue) -> None:
-        self.validate(payload, lambda value: self.judge_claim("claim", value))
 
-    @workflow.signal(name=RELEASE.signal.name)
-    def release(self, payload: RawValue) -> None:
-        self.signal_or_record(RELEASE.verb, payload, self.release_call)
+W = TypeVar("W", bound=type)
 
-    @workflow.update(name=RELEASE.update.name)
-    def release_update(self, payload: RawValue) -> dict[str, Any]:
-        return self.update_or_fail(RELEASE.verb, payload, self.release_call)
 
-    @release_update.validator
-    def check_release(self, payload: RawValue) -> None:
-        self.validate(payload, lambda value: self.judge_claim("release", value))
-
-    # A session that ends (or fails at start) while someone waits has nothing more to say.
-    @workflow.update(name=WAIT_UNTIL_SETTLED.name, unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
-    async def wait_until_settled(self, payload: RawValue) -> dict[str, Any]:
-        """Answers once the session stops running (a pause, an answer, closed) after the event
-        id `after_event` (default 0: the first turn), so a caller gets the outcome of its
-        message in one request. It also answers, perhaps still running, when the run hands over
-        to a new one (continue-as-new) and when more than MAX_WAITERS wait (the oldest): the
-        caller asks again."""
-        self.history_moved_on()  # accepted: recorded in the history
-        try:
-            request = decoded(payload) or {}
-            after = int(request.get("after_event", 0)) if isinstance(request, dict) else 0
-        except (Refusal, TypeError, ValueError, OverflowError):
-            after = 0
-        self.waiters_seen += 1
-        waiter = self.waiters_seen
-        self.waiters.append(waiter)
-        if len(self.waiters) > MAX_WAITERS:
-            self.waiters.pop(0)  # the oldest answers now, with the session as it is
-        try:
-            await workflow.wait_condition(
-                lambda: (self.state != "running" and self.settled_event > after and not self.next_turn_is_queued())
-                or self.handing_over or waiter not in self.waiters
-            )
-        finally:
-            if waiter in self.waiters:
-                self.waiters.remove(waiter)
-        return {"status": self.status(), "pending": self.pending(), "event": self.run_state.events.last_id}
-
-    def next_turn_is_queued(self) -> bool:
-        """Idle with a message waiting: its turn starts as soon as the loop runs (next_user_turn)."""
-        return self.behaviours.settles_after_queued_messages and self.state == "idle" and bool(self.run_state.inbox)
-
-    @wait_until_settled.validator
-    def check_wait(self, payload: RawValue) -> None:
-        """Any payload waits (a malformed one from the first turn); only a busy run refuses (refuse_while_busy)."""
-        try:
-            self.refuse_while_busy()
-        except Refusal as refusal:
-            raise refused(str(refusal), refusal.code) from None
-
-    def approve_call(self, payload: Any) -> dict[str, Any]:
-        return self.decide_and_apply("approve", payload)
-
-    def reject_call(self, payload: Any) -> dict[str, Any]:
-        return self.decide_and_apply("reject", payload)
-
-    def answer_call(self, payload: Any) -> dict[str, Any]:
-        return self.decide_and_apply("answer", payload)
-
-    def claim_call(self, payload: Any) -> dict[str, Any]:
-        return self.hold("claim", payload)
-
-    def release_call(self, payload: Any) -> dict[str, Any]:
-        return self.hold("release", payload)
+def with_verb_handlers(cls: W) -> W:
+    """Sets every verb's signal and Update on the workflow class, under the contract's names; put
+    below `@workflow.defn`, which collects the class's handlers when it runs."""
+    for verb in VERBS:
+        signal, update = verb_handlers(verb)
+        setattr(cls, verb.entry.signal.name, signal)
+        setattr(cls, verb.entry.update.name, update)
+    return cls

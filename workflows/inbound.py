@@ -15,20 +15,22 @@ from typing import Any, Callable
 from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.common import RawValue
-from temporalio.exceptions import ApplicationError
 
 from workflows.agents import ForwardedToChild
-from workflows.arity import TooManyArguments
 from workflows.forms import describe_validation_error
 from workflows.handover import IGNORED_SIGNALS_KEPT, newest
 from workflows.identity import ProofRefusal, RunCheck, SpentProof
-from workflows.limits import MAX_QUEUED_BYTES, RECORDED_BYTES, clip, unreadable_reason, utf8_size
+from workflows.limits import MAX_QUEUED_BYTES, RECORDED_BYTES, clip, utf8_size
 from workflows.decisions import CLAIM_SECONDS_AT_MOST, Claim, DecisionBase, Refusal, parse_decision
 from workflows.pauses import ClaimVerdict, Verdict, Vote
-from workflows.recorder import STRAIGHT_THROUGH_TEMPORAL, door
+from workflows.recorder import STRAIGHT_THROUGH_TEMPORAL, Recorder, door
 from workflows.rules import args_sha256, grant_from
 from workflows.session import CancelRequest, UserMessage
-from workflows.agent_parts import AgentParts
+from workflows.activity_calls import LocalChecks
+from workflows.delegating import ChildPausesTable
+from workflows.payloads import decoded, refused
+from workflows.session_run import SessionRun
+from workflows.waiting import Waiting
 
 with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
@@ -36,33 +38,19 @@ with workflow.unsafe.imports_passed_through():
     from hitl.catalog import CATALOG
 
 
-def refused(reason: str, code: str) -> ApplicationError:
-    """An Update's refusal as its caller receives it: the reason, and the code in the details."""
-    return ApplicationError(reason, code, type="Refusal", non_retryable=True)
-
-
-def decoded(payload: RawValue | None | TooManyArguments) -> Any:
-    """A raw payload as plain JSON values, or a Refusal that says what is wrong with it.
-    None when nothing was sent (see workflows/arity.py)."""
-    if payload is None:
-        return None
-    if not isinstance(payload, RawValue):  # TooManyArguments (made outside the sandbox: compared by what it is)
-        raise Refusal(f"malformed payload: {getattr(payload, 'count', 'several')} arguments were sent; send one JSON value", code="invalid")
-    reason = unreadable_reason(payload.payload.metadata)
-    if reason is not None:
-        raise Refusal(f"unreadable payload: {reason}", code="invalid")
-    try:
-        return workflow.payload_converter().from_payload(payload.payload)
-    except Exception as error:
-        raise Refusal(f"malformed payload: {clip(str(error), RECORDED_BYTES)}", code="invalid") from None
-
-
 def _recorded(value: Any) -> str | None:
     return clip(value, RECORDED_BYTES) if isinstance(value, str) else None
 
 
-class Inbound(AgentParts):
-    """Mixed into AgentWorkflow: the bodies behind its signals and Updates (workflows/handlers.py)."""
+class Inbound:
+    """A part of AgentWorkflow: the bodies behind its signals and Updates (workflows/handlers.py)."""
+
+    def __init__(self, session: SessionRun, checks: LocalChecks, recorder: Recorder, waiting: Waiting, children: ChildPausesTable) -> None:
+        self.session = session
+        self.checks = checks
+        self.recorder = recorder
+        self.waiting = waiting
+        self.children = children
 
     def refuse_while_busy(self) -> None:
         """No Update is accepted while a local activity's result is on its way. When sdk-core
@@ -77,20 +65,20 @@ class Inbound(AgentParts):
         Only the local activity itself: a run that waits for its notifications before it hands
         over (up to a minute against a webhook that is down) takes Updates meanwhile, as it always
         did, and the transcript index it records next is a local activity like any other."""
-        if self.local_activities_in_flight:
+        if self.checks.in_flight:
             raise Refusal("the session is checking something with its worker; nothing was applied, send it again",
                           code="busy")
 
     def refuse_if_closing(self) -> None:
-        if self.state == "closed":
+        if self.session.state == "closed":
             raise Refusal("the session is closed", code="conflict")
-        if self.run_state.cancel_reason is not None:
+        if self.session.run_state.cancel_reason is not None:
             raise Refusal("the session is being cancelled; no decision is accepted", code="conflict")
 
     def proven(self, decision: DecisionBase) -> tuple[Any, SpentProof | None]:
         """On a verified session, the decision as its proof says it was made (see workflows/identity.py)."""
-        return self.run_state.verifier.check(decision, workflow.info().workflow_id, self.run_state.pauses.open,
-                                             workflow.now(), self.run_check(recording=not self.validating))
+        return self.session.run_state.verifier.check(decision, workflow.info().workflow_id, self.session.run_state.pauses.open,
+                                             workflow.now(), self.run_check(recording=not self.session.validating))
 
     def run_check(self, recording: bool) -> RunCheck:
         """Proofs count for the run they were made for (see workflows/identity.py, RunCheck).
@@ -104,37 +92,37 @@ class Inbound(AgentParts):
         def refused_before(nonce: str) -> bool:
             return workflow.patched(f"hitl-proof-for-another-run-{nonce[:32]}") if recording else True
         info = workflow.info()
-        chain = info.first_execution_run_id if self.behaviours.proofs_name_their_chain else None
+        chain = info.first_execution_run_id if self.session.behaviours.proofs_name_their_chain else None
         return RunCheck(run_id=info.run_id, refused_before=refused_before, chain=chain)
 
     def decide(self, verb: str, payload: Any) -> tuple[Verdict, SpentProof | None]:
         """The one rule book for decisions, shared by signals and Update validators."""
         self.refuse_if_closing()
-        self.refer_to_child(payload)
+        self.children.refer_to_child(payload)
         decision, proof = self.proven(parse_decision(verb, payload))
-        return self.run_state.pauses.decide(decision, CATALOG, workflow.now(),
+        return self.session.run_state.pauses.decide(decision, CATALOG, workflow.now(),
                                             groups=self.proven_groups(decision)), proof
 
     def proven_groups(self, decision: Any) -> tuple[str, ...]:
         """The groups the decision's proof vouches for."""
-        return self.run_state.verifier.groups_vouched(decision, workflow.now())
+        return self.session.run_state.verifier.groups_vouched(decision, workflow.now())
 
     def decide_and_apply(self, verb: str, payload: Any) -> dict[str, Any]:
         try:
             verdict, proof = self.decide(verb, payload)
         except ForwardedToChild as forwarded:
-            return self.forward(verb, payload, forwarded)
-        self.run_state.verifier.spend(proof, workflow.now())
+            return self.children.forward(verb, payload, forwarded)
+        self.session.run_state.verifier.spend(proof, workflow.now())
         return self.apply(verdict)
 
     def judge_claim(self, verb: str, payload: Any) -> tuple[ClaimVerdict, SpentProof | None]:
         self.refuse_if_closing()
-        self.refer_to_child(payload)
+        self.children.refer_to_child(payload)
         request, proof = self.proven(parse_decision(verb, payload))
         now = workflow.now()
         if isinstance(request, Claim) and request.for_seconds > CLAIM_SECONDS_AT_MOST:
             raise Refusal(f"a claim lasts at most {CLAIM_SECONDS_AT_MOST:g} seconds; claim again when it runs out", code="invalid")
-        pauses = self.run_state.pauses
+        pauses = self.session.run_state.pauses
         verdict = (pauses.claim(request, now, self.proven_groups(request)) if isinstance(request, Claim)
                    else pauses.release(request, now))
         return verdict, proof
@@ -143,37 +131,37 @@ class Inbound(AgentParts):
         try:
             verdict, proof = self.judge_claim(verb, payload)
         except ForwardedToChild as forwarded:
-            return self.forward(verb, payload, forwarded)
-        self.run_state.verifier.spend(proof, workflow.now())
-        item = self.run_state.pauses.hold(verdict)
+            return self.children.forward(verb, payload, forwarded)
+        self.session.run_state.verifier.spend(proof, workflow.now())
+        item = self.session.run_state.pauses.hold(verdict)
         until = item.claim_until.isoformat() if item.claim_until else None
-        self.record("claimed" if until else "released", item.call_id, item.tool, item.args_sha256, by=verdict.by)
-        self.run_state.events.add("claimed" if until else "released", workflow.now(), call_id=item.call_id, by=verdict.by, until=until)
-        self.publish()
+        self.recorder.record("claimed" if until else "released", item.call_id, item.tool, item.args_sha256, by=verdict.by)
+        self.session.run_state.events.add("claimed" if until else "released", workflow.now(), call_id=item.call_id, by=verdict.by, until=until)
+        self.recorder.publish()
         return {"accepted": True, "call_id": item.call_id, "claimed_by": item.claimed_by, "claim_until": until}
 
     def apply(self, verdict: Verdict) -> dict[str, Any]:
-        self.run_state.pauses.apply(verdict)
+        self.session.run_state.pauses.apply(verdict)
         if isinstance(verdict, Vote):
-            item = next(item for item in self.run_state.pauses.open if item.call_id == verdict.call_id)
-            self.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by,
+            item = next(item for item in self.session.run_state.pauses.open if item.call_id == verdict.call_id)
+            self.recorder.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by,
                         via=verdict.via or STRAIGHT_THROUGH_TEMPORAL,
                         comment=verdict.comment, rule=verdict.rule)
-            self.run_state.events.add("vote", workflow.now(), call_id=item.call_id, by=verdict.by, **door(verdict.via),
+            self.session.run_state.events.add("vote", workflow.now(), call_id=item.call_id, by=verdict.by, **door(verdict.via),
                                approvals=list(item.approvals), required_approvals=item.required_approvals)
-            self.publish()
+            self.recorder.publish()
             return {"accepted": True, "call_id": verdict.call_id, "outcome": "awaiting_more_approvals",
                     "approvals": item.approvals, "required_approvals": item.required_approvals}
-        self.record_settlement(verdict, audit_via=STRAIGHT_THROUGH_TEMPORAL)
+        self.recorder.record_settlement(verdict, audit_via=STRAIGHT_THROUGH_TEMPORAL)
         if verdict.remember is not None and verdict.run_with is not None:
-            self.run_state.grants = newest([*self.live_grants(), grant_from(
+            self.session.run_state.grants = newest([*self.waiting.live_grants(), grant_from(
                 verdict.remember, verdict.tool, args_sha256(verdict.run_with), verdict.by, verdict.call_id, workflow.now(),
                 requested_by=verdict.requested_by,
             )], 100)
         return {"accepted": True, "call_id": verdict.call_id, "outcome": verdict.outcome}
 
     def parse_message(self, payload: Any) -> UserMessage:
-        if self.state == "closed" or self.run_state.cancel_reason is not None:
+        if self.session.state == "closed" or self.session.run_state.cancel_reason is not None:
             raise Refusal("the session is closed", code="conflict")
         if isinstance(payload, str):
             payload = {"text": payload}
@@ -181,23 +169,28 @@ class Inbound(AgentParts):
             message = UserMessage.model_validate(payload)
         except ValidationError as error:
             raise Refusal(f"malformed user_message: {describe_validation_error(error)}", code="invalid") from None
-        queued = sum(utf8_size(queued.text) for queued in self.run_state.inbox) + utf8_size(message.text)
+        queued = sum(utf8_size(queued.text) for queued in self.session.run_state.inbox) + utf8_size(message.text)
         if queued > MAX_QUEUED_BYTES:
-            raise Refusal(f"{len(self.run_state.inbox)} messages already wait for the agent; send this one once they are taken in", code="conflict")
+            raise Refusal(f"{len(self.session.run_state.inbox)} messages already wait for the agent; send this one once they are taken in", code="conflict")
         return message
 
+    def check_message(self, payload: Any) -> object:
+        """A message as an Update's validator judges it: read and its proof checked, recording nothing."""
+        return self.session.run_state.verifier.check_message(self.parse_message(payload), workflow.info().workflow_id,
+                                                             workflow.now(), self.run_check(recording=False))
+
     def receive_message(self, payload: Any) -> dict[str, Any]:
-        message, proof = self.run_state.verifier.check_message(self.parse_message(payload), workflow.info().workflow_id,
+        message, proof = self.session.run_state.verifier.check_message(self.parse_message(payload), workflow.info().workflow_id,
                                                      workflow.now(), self.run_check(recording=True))
-        self.run_state.verifier.spend(proof, workflow.now())
-        self.run_state.inbox.append(message.model_copy(update={"proof": None}))
-        if message.interrupt and self.state == "running":
-            self.run_state.interrupt_requested = True
-        return {"accepted": True, "turn": self.run_state.turn, "state": self.state,
-                "interrupting": self.run_state.interrupt_requested, "event": self.run_state.events.last_id}
+        self.session.run_state.verifier.spend(proof, workflow.now())
+        self.session.run_state.inbox.append(message.model_copy(update={"proof": None}))
+        if message.interrupt and self.session.state == "running":
+            self.session.run_state.interrupt_requested = True
+        return {"accepted": True, "turn": self.session.run_state.turn, "state": self.session.state,
+                "interrupting": self.session.run_state.interrupt_requested, "event": self.session.run_state.events.last_id}
 
     def parse_cancel(self, payload: Any) -> CancelRequest:
-        if self.state == "closed" or self.run_state.cancel_reason is not None:
+        if self.session.state == "closed" or self.session.run_state.cancel_reason is not None:
             raise Refusal("the session is already closed or closing", code="conflict")
         try:
             return CancelRequest.model_validate(payload if payload is not None else {})
@@ -205,12 +198,12 @@ class Inbound(AgentParts):
             raise Refusal(f"malformed cancel: {describe_validation_error(error)}", code="invalid") from None
 
     def request_cancel(self, payload: Any) -> dict[str, Any]:
-        self.run_state.cancel_reason = self.parse_cancel(payload).reason or "no reason given"
+        self.session.run_state.cancel_reason = self.parse_cancel(payload).reason or "no reason given"
         return {"accepted": True, "state": "closing"}
 
     def signal_or_record(self, signal: str, payload: RawValue, handle: Callable[[Any], Any]) -> None:
         """A signal never fails the workflow: a refused one is recorded and changes nothing."""
-        self.history_moved_on()
+        self.checks.history_moved_on()
         value: Any = None
         try:
             value = decoded(payload)
@@ -224,18 +217,18 @@ class Inbound(AgentParts):
     def record_refusal(self, signal: str, value: Any, reason: str) -> None:
         """What a refusal keeps is clipped: a caller's megabytes never reach status, audit or the next run."""
         reason = clip(reason, RECORDED_BYTES)
-        self.run_state.ignored_signals = newest(
-            [*self.run_state.ignored_signals, {"signal": signal, "reason": reason, "at": workflow.now().isoformat()}],
+        self.session.run_state.ignored_signals = newest(
+            [*self.session.run_state.ignored_signals, {"signal": signal, "reason": reason, "at": workflow.now().isoformat()}],
             IGNORED_SIGNALS_KEPT,
         )
         fields = value if isinstance(value, dict) else {}
-        self.record("refused", _recorded(fields.get("call_id")), by=_recorded(fields.get("by")), reason=reason, signal=signal)
-        self.run_state.events.add("refused", workflow.now(), signal=signal, reason=reason)
+        self.recorder.record("refused", _recorded(fields.get("call_id")), by=_recorded(fields.get("by")), reason=reason, signal=signal)
+        self.session.run_state.events.add("refused", workflow.now(), signal=signal, reason=reason)
 
     def validate(self, payload: RawValue, check: Callable[[Any], Any]) -> None:
         """An Update's validator: the rejection quotes at most a few hundred bytes of what was sent.
         (`validating` is true only while it runs: see run_check.)"""
-        self.validating = True
+        self.session.validating = True
         try:
             self.refuse_while_busy()
             check(decoded(payload))
@@ -248,12 +241,12 @@ class Inbound(AgentParts):
         except Exception as error:
             raise refused(f"internal error: {type(error).__name__}: {clip(str(error), RECORDED_BYTES)}", "conflict") from None
         finally:
-            self.validating = False
+            self.session.validating = False
 
     def update_or_fail(self, name: str, payload: RawValue, handle: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
         """Validators refuse most bad Updates before they are recorded; what reaches a handler and
         is refused (a decision without a valid proof, always) is audited like a refused signal."""
-        self.history_moved_on()  # accepted: recorded in the history (a validator's refusal is not)
+        self.checks.history_moved_on()  # accepted: recorded in the history (a validator's refusal is not)
         value: Any = None
         try:
             value = decoded(payload)

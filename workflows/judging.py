@@ -18,7 +18,9 @@ from workflows.conversation import ModelReply
 from workflows.limits import MAX_ARGUMENT_BYTES, utf8_size
 from workflows.planning import with_recorded_args
 from workflows.requests import Judgement, JudgementRequest
-from workflows.agent_parts import AgentParts
+from workflows.activity_calls import LocalChecks
+from workflows.delegating import Delegating
+from workflows.session_run import SessionRun
 
 PINS_KEPT = 500
 # How long a worker's "run" for a tool whose verdict no argument changes is reused without asking
@@ -26,8 +28,13 @@ PINS_KEPT = 500
 VERDICT_REUSE = timedelta(seconds=60)
 
 
-class Judging(AgentParts):
-    """Mixed into AgentWorkflow: the verdicts a step's plans are made from (workflows/planning.py)."""
+class Judging:
+    """A part of AgentWorkflow: the verdicts a step's plans are made from (workflows/planning.py)."""
+
+    def __init__(self, session: SessionRun, checks: LocalChecks, delegating: Delegating) -> None:
+        self.session = session
+        self.checks = checks
+        self.delegating = delegating
 
     async def judge_by_worker(self, reply: ModelReply) -> ModelReply:
         """Every reply's calls judged in this worker, each from its own arguments: the catalog,
@@ -39,22 +46,22 @@ class Judging(AgentParts):
         if reused is not None:
             return reply.model_copy(update={"catalog_plans": reused})
         called = {call.name for call in reply.tool_calls}
-        judgement = await self.local_activity(
+        judgement = await self.checks.local_activity(
             JUDGE_CALLS.name, JudgementRequest(
-                reply=reply.model_copy(update={"catalog_plans": None}), tools=self.config.tools,
-                pins={tool: pin for tool, pin in self.run_state.pins.items() if tool in called},
-                results_this_turn=self.run_state.results_this_turn,
-                delegates={tool: agent_of(tool) or "" for tool in self.delegates()},
+                reply=reply.model_copy(update={"catalog_plans": None}), tools=self.session.config.tools,
+                pins={tool: pin for tool, pin in self.session.run_state.pins.items() if tool in called},
+                results_this_turn=self.session.run_state.results_this_turn,
+                delegates={tool: agent_of(tool) or "" for tool in self.delegating.delegates()},
             ),
             result_type=Judgement, start_to_close_timeout=timedelta(seconds=30),
             summary="judge the calls: catalog and operator's policy",
         )
         for tool, pin in judgement.new_pins.items():
-            if pin.accepted or (tool not in self.run_state.pins and len(self.run_state.pins) < PINS_KEPT):
-                self.run_state.pins[tool] = pin
+            if pin.accepted or (tool not in self.session.run_state.pins and len(self.session.run_state.pins) < PINS_KEPT):
+                self.session.run_state.pins[tool] = pin
         for plan in judgement.plans:
             if plan.get("reusable"):
-                self.reusable_runs[plan["tool"]] = ({k: v for k, v in plan.items() if k not in ("args", "args_as_sent")},
+                self.session.reusable_runs[plan["tool"]] = ({k: v for k, v in plan.items() if k not in ("args", "args_as_sent")},
                                                     workflow.now())
         return reply.model_copy(update={"catalog_plans": with_recorded_args(judgement.plans, reply)})
 
@@ -64,7 +71,7 @@ class Judging(AgentParts):
         Nothing here comes from the model activity; the tool activity checks the arguments again."""
         plans, now = [], workflow.now()
         for call in reply.tool_calls:
-            found = self.reusable_runs.get(call.name)
+            found = self.session.reusable_runs.get(call.name)
             if found is None or now - found[1] > VERDICT_REUSE or utf8_size(call.function.arguments) > MAX_ARGUMENT_BYTES:
                 return None
             plans.append({**found[0], "args_as_sent": True})

@@ -20,7 +20,9 @@ from temporalio import workflow
 from workflows.limits import clip
 from workflows.pauses import Outcome, Settlement
 from workflows.session import AuditEvent, AuditEventKind, SessionState
-from workflows.agent_parts import AgentParts
+from workflows.child_reports import ChildReports
+from workflows.notices import Notices
+from workflows.session_run import SessionRun
 
 SESSION_MEMO = "hitl_session"
 
@@ -36,14 +38,20 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-class Recorder(AgentParts):
-    """Mixed into AgentWorkflow: writes what happened, reads nothing but the session's own state."""
+class Recorder:
+    """A part of AgentWorkflow: writes what happened, reads nothing but the session's own state;
+    a settlement's notice goes out through `notices`, a child's report to its parent through `reports`."""
+
+    def __init__(self, session: SessionRun, notices: Notices, reports: ChildReports) -> None:
+        self.session = session
+        self.notices = notices
+        self.reports = reports
 
     def publish_who(self) -> None:
         """Who the session belongs to, in its memo: the API decides who may read a session from
         this without a query (a query of a closed session replays its whole history)."""
-        who = {"owner": self.config.by, "participants": self.config.participants,
-               "verified": self.config.verified_decisions}
+        who = {"owner": self.session.config.by, "participants": self.session.config.participants,
+               "verified": self.session.config.verified_decisions}
         try:
             current = workflow.memo_value(SESSION_MEMO, default=None)
         except Exception:
@@ -53,41 +61,41 @@ class Recorder(AgentParts):
 
     def requested_at(self, call_id: str) -> datetime:
         """When the pause for a call opened (from the audit), for the decision's log line."""
-        return next((event.at for event in reversed(self.run_state.audit)
+        return next((event.at for event in reversed(self.session.run_state.audit)
                      if event.event == "requested" and event.call_id == call_id), workflow.now())
 
     def set_state(self, state: SessionState) -> None:
         """The state, and what an operator reads in the Temporal UI: names and times, no content."""
-        if state != self.state:
-            self.run_state.events.add("state", workflow.now(), state=state)
+        if state != self.session.state:
+            self.session.run_state.events.add("state", workflow.now(), state=state)
             if state != "running":
-                self.settled_event = self.run_state.events.last_id
-        self.state = state
+                self.session.settled_event = self.session.run_state.events.last_id
+        self.session.state = state
         self.publish()
         waiting = ", ".join(f"{item.kind} of {item.tool}({clip(canonical_json(item.args), 300)}) ({item.call_id})"
-                            for item in self.run_state.pauses.open)
+                            for item in self.session.run_state.pauses.open)
         detail = {
-            "running": f"running turn {self.run_state.turn}, step {self.run_state.steps}",
+            "running": f"running turn {self.session.run_state.turn}, step {self.session.run_state.steps}",
             "awaiting_human": f"waiting for people: {waiting}",
-            "idle": f"idle after turn {self.run_state.turn}",
-            "closed": f"closed: {self.closed_reason}",
+            "idle": f"idle after turn {self.session.run_state.turn}",
+            "closed": f"closed: {self.session.closed_reason}",
         }[state]
         workflow.set_current_details(detail)
 
     def publish(self) -> None:
         """Search attributes and memo for inboxes (workflows/visibility.py), when they change."""
-        self.publisher.publish(self.state, self.run_state.pauses.open, workflow.now())
-        self.report_pauses()  # a child tells its parent (workflows/delegating.py)
+        self.session.publisher.publish(self.session.state, self.session.run_state.pauses.open, workflow.now())
+        self.reports.report_pauses()  # a child tells its parent (workflows/delegating.py)
 
     def record_settlement(self, settlement: Settlement, audit_via: str | None = None) -> None:
         """`audit_via`: the door the audit row names when the settlement does not (see inbound.apply)."""
-        self.run_state.events.add(
+        self.session.run_state.events.add(
             "pause_settled", settlement.at, call_id=settlement.call_id, tool=settlement.tool, outcome=settlement.outcome,
             by=settlement.by, reason=settlement.result if settlement.outcome not in ("approved", "edited") else None,
             **door(settlement.via),
         )
         workflow.logger.info("decision", extra={
-            "session": workflow.info().workflow_id, "turn": self.run_state.turn, "step": self.run_state.steps,
+            "session": workflow.info().workflow_id, "turn": self.session.run_state.turn, "step": self.session.run_state.steps,
             "call": settlement.call_id, "tool": settlement.tool, "outcome": settlement.outcome, "by": settlement.by,
             "waited_seconds": (settlement.at - self.requested_at(settlement.call_id)).total_seconds(),
         })
@@ -96,13 +104,13 @@ class Recorder(AgentParts):
             by=settlement.by, via=settlement.via or audit_via, comment=settlement.comment, rule=settlement.rule,
             reason=settlement.result if settlement.outcome not in ("approved", "edited", "answered") else None,
         )
-        self.notify_settled(settlement)
+        self.notices.notify_settled(settlement)
 
     def record(self, event: AuditEventKind, call_id: str | None = None, tool: str | None = None,
                sha: str | None = None, **details: Any) -> None:
         clipped: dict[str, Any] = {key: clip(value, AUDIT_TEXT_BYTES) if isinstance(value, str) else value
                                    for key, value in details.items()}
-        self.run_state.audit.append(
+        self.session.run_state.audit.append(
             AuditEvent(at=workflow.now(), event=event, call_id=call_id, tool=tool, args_sha256=sha, **clipped)
         )
 

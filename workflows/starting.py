@@ -18,52 +18,62 @@ from temporalio.exceptions import ApplicationError
 from workflows.contract import SESSION_FACTS, UNKNOWN_TOOLS
 from workflows.forms import describe_validation_error
 from workflows.handover import RunState
-from workflows.inbound import decoded
+from workflows.payloads import decoded
 from workflows.limits import RECORDED_BYTES, clip
 from workflows.decisions import Refusal
 from workflows.requests import FactsRequest, SessionFacts
 from workflows.session import SessionInput
-from workflows.agent_parts import AgentParts
+from workflows.activity_calls import LocalChecks
+from workflows.delegating import Delegating
+from workflows.recorder import Recorder
+from workflows.session_run import SessionRun
 
 RULE_FIELDS = {"approvers", "required_approvals", "auto_approve", "require_approval"}
 
 
-class Starting(AgentParts):
-    """Mixed into AgentWorkflow: called from its __init__ and the start of its run."""
+def read_input(request: RawValue | None) -> tuple[SessionInput, RunState | None, str | None]:
+    """The start input, and the setup error that fails the session at once with the reason (or None)."""
+    try:
+        config = SessionInput.model_validate(decoded(request))
+        problems = config.rule_problems()
+        if problems:
+            raise Refusal("; ".join(problems))
+        if config.carried is None:
+            return config, None, None
+        info = workflow.info()
+        # Temporal sets continued_run_id on a cron schedule's runs and on retries as well, each
+        # with the start input as its caller wrote it: neither is the session handing over.
+        if info.continued_run_id is None or info.cron_schedule or info.attempt > 1:
+            raise Refusal("carried: only a session's own previous run may set it (continue-as-new), "
+                          "not a cron schedule's run or a retry")
+        return config, RunState.model_validate(config.carried), None
+    except ValidationError as error:
+        problem = f"invalid session input: {describe_validation_error(error)}"
+    except Refusal as refusal:
+        problem = f"invalid session input: {refusal}"
+    except Exception as error:  # e.g. JSON nested past any parser's limit
+        problem = f"invalid session input: {clip(str(error), RECORDED_BYTES)}"
+    return SessionInput(message="(invalid input)"), None, problem
 
-    def read_input(self, request: RawValue | None) -> tuple[SessionInput, RunState | None]:
-        """The start input, or a setup error that fails the session at once with the reason."""
-        try:
-            config = SessionInput.model_validate(decoded(request))
-            problems = config.rule_problems()
-            if problems:
-                raise Refusal("; ".join(problems))
-            if config.carried is None:
-                return config, None
-            info = workflow.info()
-            # Temporal sets continued_run_id on a cron schedule's runs and on retries as well, each
-            # with the start input as its caller wrote it: neither is the session handing over.
-            if info.continued_run_id is None or info.cron_schedule or info.attempt > 1:
-                raise Refusal("carried: only a session's own previous run may set it (continue-as-new), "
-                              "not a cron schedule's run or a retry")
-            return config, RunState.model_validate(config.carried)
-        except ValidationError as error:
-            self.setup_error = f"invalid session input: {describe_validation_error(error)}"
-        except Refusal as refusal:
-            self.setup_error = f"invalid session input: {refusal}"
-        except Exception as error:  # e.g. JSON nested past any parser's limit
-            self.setup_error = f"invalid session input: {clip(str(error), RECORDED_BYTES)}"
-        return SessionInput(message="(invalid input)"), None
+
+class Starting:
+    """A part of AgentWorkflow: what its run learns from the worker before the first turn."""
+
+    def __init__(self, session: SessionRun, checks: LocalChecks, recorder: Recorder, delegating: Delegating) -> None:
+        self.session = session
+        self.checks = checks
+        self.recorder = recorder
+        self.delegating = delegating
 
     async def learn_environment(self) -> None:
         """Which search attributes to publish and which keys sign decisions, as this run's
         worker knows them (recorded, so a replay sees the same). A verified session that
         no key could ever satisfy is refused at once rather than left waiting for ever."""
-        proves_carried = self.config.carried is not None
-        facts = await self.local_activity(
+        proves_carried = self.session.config.carried is not None
+        facts = await self.checks.local_activity(
             SESSION_FACTS.name, FactsRequest(
-                verified_decisions=self.config.verified_decisions,
-                rules=self.config.model_dump(include={*RULE_FIELDS, "verified_decisions", "escalate_to", "by"}),
+                verified_decisions=self.session.config.verified_decisions,
+                rules=self.session.config.model_dump(include={*RULE_FIELDS, "verified_decisions", "escalate_to", "by"}),
                 continued_from=workflow.info().continued_run_id if proves_carried else None,
             ),
             result_type=SessionFacts, start_to_close_timeout=timedelta(seconds=10),
@@ -76,31 +86,31 @@ class Starting(AgentParts):
         if facts.policy_problems:
             raise ApplicationError(f"invalid session input: {'; '.join(facts.policy_problems)}",
                                    type="InvalidSessionInput", non_retryable=True)
-        if self.behaviours.delegates_to_agents:
-            self.learn_agents(facts.agents)
+        if self.session.behaviours.delegates_to_agents:
+            self.delegating.learn_agents(facts.agents)
         if facts.trusted_keys:
-            self.run_state.verifier.trusted_keys = facts.trusted_keys
+            self.session.run_state.verifier.trusted_keys = facts.trusted_keys
         if workflow.info().continued_run_id is None:
-            if self.run_state.first_message_asserted is not None:
-                self.run_state.first_message_asserted = not self.run_state.verifier.proves_start(
-                    self.config, workflow.info().workflow_id, workflow.now())
-        if self.run_state.verifier.required and not self.run_state.verifier.trusted_keys:
+            if self.session.run_state.first_message_asserted is not None:
+                self.session.run_state.first_message_asserted = not self.session.run_state.verifier.proves_start(
+                    self.session.config, workflow.info().workflow_id, workflow.now())
+        if self.session.run_state.verifier.required and not self.session.run_state.verifier.trusted_keys:
             raise ApplicationError(
                 "invalid session input: verified_decisions needs a worker that trusts the API's signing key "
                 "(HITL_TRUSTED_KEYS, or the key file the API creates; see docs/interface.md, 'The HTTP API and the web inbox')",
                 type="InvalidSessionInput", non_retryable=True,
             )
-        self.publisher.start(facts.registered_search_attributes)
-        self.publish()
-        self.publish_who()
+        self.session.publisher.start(facts.registered_search_attributes)
+        self.recorder.publish()
+        self.recorder.publish_who()
 
     async def check_tool_names(self) -> None:
         """Rules that name an unknown tool are refused, judged by the worker's catalog as the
         session starts; a local activity records the verdict, so a later catalog cannot change it."""
-        named = self.config.model_dump(include=RULE_FIELDS)
-        if self.config.agents:
-            named["agents"] = sorted(self.config.agents)
-        problems = await self.local_activity(
+        named = self.session.config.model_dump(include=RULE_FIELDS)
+        if self.session.config.agents:
+            named["agents"] = sorted(self.session.config.agents)
+        problems = await self.checks.local_activity(
             UNKNOWN_TOOLS.name, named, result_type=UNKNOWN_TOOLS.result,
             start_to_close_timeout=timedelta(seconds=10), summary="check the rules' tool names",
         )

@@ -11,16 +11,17 @@ from typing import Any
 
 from temporalio import workflow
 
-from workflows.contract import (
-    AUDIT, AUDIT_PAGE, EVENTS, MODEL_CONTEXT, PENDING, STATUS, TRANSCRIPT, TRANSCRIPT_PAGE, PageRequest, SessionStatus,
-)
+from workflows.contract import PageRequest, SessionStatus
 from workflows.agents import agent_of
 from workflows.conversation import ChatMessage, Conversation
 from workflows.events import EventsRequest
 from workflows.limits import MODEL_WINDOW_BYTES, json_size
 from workflows.requests import ConversationRef, ModelRequest
 from workflows.session import DEFAULT_SYSTEM_PROMPT, view
-from workflows.agent_parts import AgentParts
+from workflows.child_reports import ChildReports
+from workflows.delegating import Delegating
+from workflows.session_run import SessionRun
+from workflows.waiting import Waiting
 
 with workflow.unsafe.imports_passed_through():
     # The catalog holds tool schemas and approval policies; passed through so
@@ -32,79 +33,77 @@ PAGE_BYTES = 1_500_000  # a query answer stays below Temporal's 2 MB
 
 
 
-class Views(AgentParts):
-    """Mixed into AgentWorkflow: its queries, registered under these method names."""
+class Views:
+    """A part of AgentWorkflow: the answers to its queries (the workflow registers the query handlers)."""
 
-    @workflow.query(name=PENDING.name)
+    def __init__(self, session: SessionRun, waiting: Waiting, delegating: Delegating, reports: ChildReports) -> None:
+        self.session = session
+        self.waiting = waiting
+        self.delegating = delegating
+        self.reports = reports
+
     def pending(self) -> list[dict[str, Any]]:
-        return [*(item.view() for item in self.run_state.pauses.open), *self.children_pending()]
+        return [*(item.view() for item in self.session.run_state.pauses.open), *self.reports.children_pending()]
 
-    @workflow.query(name=STATUS.name)
     def status(self) -> SessionStatus:
         return SessionStatus(
-            state=self.state,
-            turn=self.run_state.turn,
-            steps=self.run_state.steps,
-            total_steps=self.run_state.total_steps,
-            last_answer=self.run_state.last_answer,
-            error=self.run_state.error,
-            pending=len(self.run_state.pauses.open),
-            queued_messages=len(self.run_state.inbox),
-            ignored_signals=self.run_state.ignored_signals,
-            remembered=[view(grant) for grant in self.live_grants()],
+            state=self.session.state,
+            turn=self.session.run_state.turn,
+            steps=self.session.run_state.steps,
+            total_steps=self.session.run_state.total_steps,
+            last_answer=self.session.run_state.last_answer,
+            error=self.session.run_state.error,
+            pending=len(self.session.run_state.pauses.open),
+            queued_messages=len(self.session.run_state.inbox),
+            ignored_signals=self.session.run_state.ignored_signals,
+            remembered=[view(grant) for grant in self.waiting.live_grants()],
             tools=[spec.name for spec in self.tools_now()],
-            model=self.config.model,
-            closed_reason=self.closed_reason,
-            transcript_messages=self.run_state.first_message_index + len(self.conversation.messages),
-            owner=self.config.by,
-            participants=self.config.participants,
-            verified=self.config.verified_decisions,
+            model=self.session.config.model,
+            closed_reason=self.session.closed_reason,
+            transcript_messages=self.session.run_state.first_message_index + len(self.session.conversation.messages),
+            owner=self.session.config.by,
+            participants=self.session.config.participants,
+            verified=self.session.config.verified_decisions,
         )
 
-    @workflow.query(name=TRANSCRIPT.name)
     def transcript(self) -> list[dict[str, Any]]:
         """The conversation, whole while it is small; past a megabyte, its newest part
         (`transcript_page` and `python starter.py transcript` read all of it)."""
         messages: list[dict[str, Any]] = self.transcript_page(PageRequest(offset=None, limit=1_000_000))["messages"]
         return messages
 
-    @workflow.query(name=TRANSCRIPT_PAGE.name)
     def transcript_page(self, request: PageRequest | None = None) -> dict[str, Any]:
         """Messages [offset, offset+limit) of the whole transcript, or where to find them.
 
         A run holds the messages from `first_index` on; older ones are in the
         run it continued from (`earlier_run_id`): query that run by its run id.
         """
-        messages = [message.to_openai() for message in self.conversation.messages]
-        return self.page(messages, self.run_state.first_message_index, request, "messages")
+        messages = [message.to_openai() for message in self.session.conversation.messages]
+        return self.page(messages, self.session.run_state.first_message_index, request, "messages")
 
-    @workflow.query(name=AUDIT.name)
     def audit(self) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = self.audit_page(PageRequest(offset=None, limit=1_000_000))["events"]
         return events
 
-    @workflow.query(name=AUDIT_PAGE.name)
     def audit_page(self, request: PageRequest | None = None) -> dict[str, Any]:
-        events = [event.model_dump(mode="json") for event in self.run_state.audit]
-        return self.page(events, self.run_state.first_audit_index, request, "events")
+        events = [event.model_dump(mode="json") for event in self.session.run_state.audit]
+        return self.page(events, self.session.run_state.first_audit_index, request, "events")
 
-    @workflow.query(name=EVENTS.name)
     def events_after(self, request: EventsRequest | None = None) -> dict[str, Any]:
         """The session's events after an id (see workflows/events.py): what live clients follow."""
-        return self.run_state.events.page(request or EventsRequest())
+        return self.session.run_state.events.page(request or EventsRequest())
 
-    @workflow.query(name=MODEL_CONTEXT.name)
     def model_context(self, reference: ConversationRef) -> ModelRequest:
         """What the model activity sends: the system prompt, the tools and the messages a
         reference names, within the request budget. Queries are not recorded in history."""
         count = reference.message_count
-        if count > len(self.conversation.messages) or (self.chain[count - 1] if count else "") != reference.prefix_sha256:
+        if count > len(self.session.conversation.messages) or (self.session.chain[count - 1] if count else "") != reference.prefix_sha256:
             raise ValueError("stale reference: this run does not hold that conversation")
-        view_ = Conversation(messages=self.conversation.messages[:count]).window(MODEL_WINDOW_BYTES, self.run_state.first_message_index)
+        view_ = Conversation(messages=self.session.conversation.messages[:count]).window(MODEL_WINDOW_BYTES, self.session.run_state.first_message_index)
         return ModelRequest(
             messages=[ChatMessage(role="system", content=self.system_prompt()), *view_],
             tools=[spec.openai_schema() for spec in self.tools_now()],
-            model=self.config.model,
+            model=self.session.config.model,
         )
 
     def tools_now(self) -> list[Any]:
@@ -113,8 +112,8 @@ class Views(AgentParts):
         Read by queries only, never recorded: a tool an MCP server adds or drops
         changes the next model call, while what each call was allowed to do is
         the verdict recorded with the model's reply (docs/mcp.md)."""
-        return [*CATALOG.select(self.config.tools),
-                *(delegate_spec(tool, agent_of(tool) or "", agent.instructions) for tool, agent in self.delegates().items())]
+        return [*CATALOG.select(self.session.config.tools),
+                *(delegate_spec(tool, agent_of(tool) or "", agent.instructions) for tool, agent in self.delegating.delegates().items())]
 
     def page(self, items: list[dict[str, Any]], first: int, request: PageRequest | None, key: str) -> dict[str, Any]:
         """A page of what this run holds, within PAGE_BYTES; without an offset, the newest page."""
@@ -139,4 +138,4 @@ class Views(AgentParts):
         }
 
     def system_prompt(self) -> str:
-        return self.config.system_prompt or DEFAULT_SYSTEM_PROMPT
+        return self.session.config.system_prompt or DEFAULT_SYSTEM_PROMPT

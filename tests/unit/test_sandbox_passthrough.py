@@ -1,6 +1,6 @@
 """What Temporal's sandbox would catch in the workflow's own code, checked without it.
 
-The workflow's code (workflows/agent.py, its mixins) and pure modules are passed through the
+The workflow's code (workflows/agent.py, its parts) and pure modules are passed through the
 sandbox (hitl/worker.py): imported once per worker instead of once per session. The sandbox no longer stands between them and a
 clock, randomness or I/O, so this test does: none of them may import such a module or read the
 wall clock, except in the few functions that run in the worker or the API and never in a workflow
@@ -80,7 +80,7 @@ def test_the_workflow_code_reads_no_clock_randomness_or_world(module: str) -> No
 
 
 def test_every_workflow_module_is_shared() -> None:
-    """A new mixin or pure module left off the lists would be imported again for every session,
+    """A new part or pure module left off the lists would be imported again for every session,
     and escape this test."""
     spec = importlib.util.find_spec("workflows.agent")
     assert spec is not None and spec.origin is not None

@@ -3,7 +3,8 @@ workflows/, the default level on activities/, hitl/, worker.py and starter.py.
 
 Workflow code runs again whenever a paused session replays, so a misspelt attribute in a branch
 that only old histories take fails a workflow task in production, on every retry. AgentWorkflow's
-mixins declare what they share in workflows/agent_parts.py; this check holds them to it.
+parts are typed by what they are built with (workflows/agent.py, build_parts); this check holds
+every call from one part to another to it.
 """
 
 from __future__ import annotations
