@@ -77,6 +77,10 @@ NOT_SCHEDULED_ATTEMPTS, NOT_SCHEDULED_PAUSE_SECONDS = 20, 0.25
 class HitlClient:
     """Sessions on one task queue of one Temporal namespace."""
 
+    # Raised by reads and decisions when no worker polls the session's task queue; its message says
+    # what to start. Kept here so a program catches it as `HitlClient.NoWorker` from the public face.
+    NoWorker = NoWorker
+
     def __init__(self, client: Client, task_queue: str | None = None, *, via: str = VIA,
                  started_with: str = "HitlClient.start", decisions_wait_for_worker: bool = False) -> None:
         """`via` and `started_with` name this client in the audit and in Temporal's UI (`starter.py`

@@ -29,7 +29,7 @@ def reason_of(error: BaseException) -> str:
     return with_edit_hint(getattr(cause, "message", None) or getattr(error, "message", None) or str(cause or error))
 
 
-EDIT_MISSED_FIELDS = ("edited args do not fit ", "Field required")
+EDIT_MISSED_FIELDS = ("edited args do not fit ", ("Field required", "is a required property"))
 EDIT_HINT = ("args replaces all of the call's arguments; to change one, use --set k=v (starter.py approve) "
              "or changes={...} (HitlClient), or send all of them")
 
@@ -38,7 +38,7 @@ def with_edit_hint(reason: str) -> str:
     """Edited arguments that miss required fields were most often meant as a change to one: the
     session's `args` replaces them all, and the reason says how to change one instead."""
     prefix, missing = EDIT_MISSED_FIELDS
-    return f"{reason}; {EDIT_HINT}" if reason.startswith(prefix) and missing in reason else reason
+    return f"{reason}; {EDIT_HINT}" if reason.startswith(prefix) and any(m in reason for m in missing) else reason
 
 
 class Refused(Exception):

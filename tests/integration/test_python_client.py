@@ -16,7 +16,6 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from hitl import HitlClient, Refused
-from hitl.client.workers import NoWorker
 from hitl.testing import Harness
 from tests.support.stack import ROOT, product_env
 
@@ -43,7 +42,7 @@ async def test_with_no_worker_every_read_and_decision_says_so_in_one_line(env: W
     for name, read in reads.items():
         try:
             await asyncio.wait_for(read(), FAST_ENOUGH_SECONDS)
-        except NoWorker as error:
+        except HitlClient.NoWorker as error:
             assert str(error) == no_worker_text(queue), (name, str(error))
         except asyncio.TimeoutError:
             raise AssertionError(f"{name}: no answer within {FAST_ENOUGH_SECONDS} s, and no word of the missing worker")
