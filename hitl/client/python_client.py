@@ -4,7 +4,9 @@ A thin face over what every client of a session already uses: the contract's Upd
 retry (hitl/client/updates.py), queries asked again while the buffer is full (queries.py), the
 transcript and audit read across runs (sessions.py), the inbox from visibility (inbox.py), the
 event feed (events.py: the `events` query followed from Temporal directly, the same feed the
-API's SSE stream serves). Results are the contract's typed models; a refusal raises `Refused`.
+API's SSE stream serves). Results are the contract's typed models; a refusal raises `Refused`;
+with no worker polling the session's task queue, reads and decisions raise `NoWorker` at once
+(hitl/client/workers.py). `starter.py` reads and decides through it, so the two cannot drift.
 """
 
 from __future__ import annotations
