@@ -1,1 +1,6 @@
-"""The activities: the session's doors to the world (the model, tools, MCP servers, notices)."""
+"""The activities: the session's doors to the world (the model, tools, MCP servers, notices).
+
+Internal: not a public API, and it may change in any release. Programs import only the
+public face, `hitl` (its `__all__`: tool, ToolContext, ToolError, HitlClient, Session,
+Refused, HitlPlugin, and `hitl.testing`); docs/architecture.md, "The public face".
+"""

@@ -2,17 +2,18 @@
 
 What programs and tests import, and nothing else (docs/interface.md, "Building on it"):
 
-    from hitl import tool, ToolContext, ToolError, HitlClient, HitlPlugin, Refused
+    from hitl import tool, ToolContext, ToolError, HitlClient, Session, HitlPlugin, Refused
     from hitl.testing import Harness
 
 `tool` registers a typed function as a tool, `ToolContext` is what a tool may ask for, `ToolError`
-a refusal the model reads; `HitlClient` drives sessions, `Refused` is a decision it refused;
-`HitlPlugin` is the product's workflow and sandbox for a worker of your own.
+a refusal the model reads; `HitlClient` drives sessions, `Session` is its handle on one, `Refused`
+is a decision it refused; `HitlPlugin` is the product's workflow and sandbox for a worker of your own.
 
-Below it: configuration (`settings`), the payload codec (`encryption`), decision keys, the
-embedded dev server, the tool catalog, the worker (`hitl.worker`), the command line (`hitl.cli`),
-the terminal (`console`) and the HTTP API (`api`). `workflows/`, `activities/`, `worker.py` and
-`starter.py` stay at the top.
+Below it, internal (not a public API, and it may change in any release): configuration
+(`settings`), the payload codec (`encryption`), decision keys, the embedded dev server, the tool
+catalog, the worker (`hitl.worker`), the command line (`hitl.cli`), the terminal (`console`) and
+the HTTP API (`api`). `workflows/`, `activities/`, `worker.py` and `starter.py` stay at the top,
+internal too.
 
 The names are imported when first used, not here: workflow code imports `hitl.catalog` inside
 the sandbox, and importing the package must not pull the client, the API or the terminal in.
@@ -26,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from activities.tools.errors import ToolError
     from hitl.catalog import ToolContext, tool
-    from hitl.client.python_client import HitlClient
+    from hitl.client.python_client import HitlClient, Session
     from hitl.client.refusals import Refused
     from hitl.plugin import HitlPlugin
 
-__all__ = ["tool", "ToolContext", "ToolError", "HitlClient", "HitlPlugin", "Refused", "testing"]
+__all__ = ["tool", "ToolContext", "ToolError", "HitlClient", "Session", "Refused", "HitlPlugin", "testing"]
 
 # Where each public name lives.
 _PUBLIC = {
@@ -38,6 +39,7 @@ _PUBLIC = {
     "ToolContext": "hitl.catalog",
     "ToolError": "activities.tools.errors",
     "HitlClient": "hitl.client.python_client",
+    "Session": "hitl.client.python_client",
     "Refused": "hitl.client.refusals",
     "HitlPlugin": "hitl.plugin",
 }

@@ -12,11 +12,9 @@ import json
 import os
 import sys
 import uuid
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
-from temporalio.client import (
-    Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError,
-)
+from temporalio.client import Client, WorkflowQueryFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
@@ -24,19 +22,13 @@ from hitl.arguments import OneLineParser
 from hitl.encryption import sealed_answer
 from hitl.exit_cleanly import exit_with
 from hitl.console.render import args_diff, describe_pending, print_json, render_status, render_transcript, say
-from hitl.client.refusals import reason_of
-from hitl.client.sessions import read_all
+from hitl.client.python_client import Decision, HitlClient, Session
+from hitl.client.refusals import Refused
 from hitl.startup import model_warning
-from hitl.client.summary import session_summary
-from hitl.client.updates import execute_update_retrying
-from hitl.client.workers import TIMED_OUT, NoWorker, no_worker_line
+from hitl.client.workers import NoWorker
 from hitl import telemetry
 from hitl.evidence import command as evidence_command
-from hitl.settings import ENCRYPTED, Settings, connect, unreachable
-from workflows.contract import (
-    ANSWER, APPROVE, AUDIT_PAGE, CANCEL, PENDING, REJECT, STATUS, TRANSCRIPT_PAGE, USER_MESSAGE, WORKFLOW,
-    WORKFLOW_RESULT, Query, Update,
-)
+from hitl.settings import Settings, connect, unreachable
 
 
 def parser() -> OneLineParser:
@@ -74,6 +66,9 @@ def parser() -> OneLineParser:
     approve.add_argument("--call", dest="call_id", metavar="CALL_ID", help=CALL)
     approve.add_argument("--args", type=json_object,
                          help="edited arguments as a JSON object: only those that change, the rest kept as the model sent them")
+    approve.add_argument("--set", dest="changes", type=set_pair, action="append", metavar="KEY=VALUE",
+                         help="change one argument (repeatable): the value as JSON when it parses (90, true, "
+                              "[1, 2]), else as text; the rest kept as the call has them")
     approve.add_argument("--comment", help="why, kept in the audit and shown to the model")
     approve.add_argument("--by", help=BY)
 
@@ -151,6 +146,17 @@ def json_object(text: str) -> dict[str, Any]:
     return value
 
 
+def set_pair(text: str) -> tuple[str, Any]:
+    """`amount=90` -> ("amount", 90); `order_id=A-17` -> ("order_id", "A-17"): JSON when it parses."""
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE (--set k=v, as in --set amount=90)")
+    try:
+        return key.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return key.strip(), value
+
+
 def answer_value(text: str) -> Any:
     """A JSON object or list is a form answer; anything else is the text as typed."""
     try:
@@ -174,8 +180,6 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         from hitl.console.chat import Chat
 
         return await Chat(client, settings.task_queue, args.session, args.by).run()
-    if args.command == "start":
-        return await start(client, settings, args)
     if args.command == "inbox":
         return await show_inbox(client, args)
     if args.command == "evidence":
@@ -184,9 +188,13 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         from hitl.console.watch import watch
 
         return await watch(client, args.session, args.after, args.json)
-    handle = client.get_workflow_handle(args.session)
+    # The CLI waits for a worker itself, saying so (`update`), so its decisions are sent even with none polling.
+    hitl = HitlClient(client, settings.task_queue, via="cli", started_with="starter.py start", decisions_wait_for_worker=True)
+    if args.command == "start":
+        return await start(hitl, args)
+    session = hitl.session(args.session)
     if args.command in ("pending", "status", "transcript", "audit"):
-        result = await read_query(client, args.session, args.command)
+        result = await session.read(args.command)
         if args.json:
             print_json(result)
         else:
@@ -196,80 +204,54 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
             say(renderers[args.command](result))
         return 0
     if args.command == "send":
-        return await update(handle, USER_MESSAGE.update, payload(args, "text", "by"), args.json)
+        return await update(session.message(args.text, by=args.by), args.json)
     if args.command == "approve":
-        if args.args is not None:
-            args.call_id, args.args = await merged_edit(handle, args.call_id, args.args, show=not args.json)
-        return await update(handle, APPROVE.update, {**payload(args, "call_id", "args", "comment", "by"), "via": "cli"}, args.json)
+        return await approve(session, args)
     if args.command == "reject":
-        return await update(handle, REJECT.update, {**payload(args, "call_id", "reason", "by"), "via": "cli"}, args.json)
+        return await update(session.reject(args.call_id, reason=args.reason, by=args.by), args.json)
     if args.command == "answer":
         answer = answer_value(args.answer)
         if isinstance(answer, str):  # a form of one field (a date, say) takes its value as typed
-            answer = await one_field_answer(handle, args.call_id, answer)
-        body = {**payload(args, "call_id", "by"), "answer": answer, "via": "cli"}
-        return await update(handle, ANSWER.update, body, args.json)
+            answer = await one_field_answer(session, args.call_id, answer)
+        return await update(session.answer(answer, args.call_id, by=args.by), args.json)
     if args.command == "cancel":
-        return await update(handle, CANCEL.update, payload(args, "reason"), args.json)
+        return await update(session.cancel(args.reason), args.json)
     raise AssertionError(args.command)
 
 
-async def merged_edit(handle: WorkflowHandle[Any, Any], call_id: str | None, edited: dict[str, Any],
-                      show: bool) -> tuple[str | None, dict[str, Any]]:
-    """`--args` names only what changes: merged over the model's arguments of the call it edits
-    (the session's `args` replaces them all), that call pinned by its id, and what changes shown
-    before the session hears of it. A call that cannot be read is sent as given, for the session to judge."""
+async def approve(session: Session, args: argparse.Namespace) -> int:
+    """`--args` and `--set` name only what changes: merged over the arguments of the call they edit,
+    what changes shown before the session hears of it, and sent with the digest of the arguments
+    they were based on, so a change in between is refused. A call that cannot be read is sent as
+    given, for the session to judge."""
+    if args.args is None and not args.changes:
+        return await update(session.approve(args.call_id, by=args.by, comment=args.comment), args.json)
+    changes = {**(args.args or {}), **dict(args.changes or [])}
+    call_id, expected = args.call_id, None
+    base: dict[str, Any] = {}
     try:
-        pending = await handle.query(PENDING.name)
-    except (RPCError, WorkflowQueryFailedError):
-        return call_id, edited
-    calls = [item for item in pending if item["kind"] == "approval" and call_id in (None, item["call_id"])]
-    if len(calls) != 1:
-        return call_id, edited
-    merged = {**calls[0]["args"], **edited}
-    if show:
-        for line in args_diff(calls[0]["args"], merged) or ["(the same as the model's arguments)"]:
-            say(f"edit: {line}")
-    return calls[0]["call_id"], merged
+        call_id, base, expected = await session.approval_to_edit(args.call_id)
+    except (RPCError, WorkflowQueryFailedError, Refused):
+        pass
+    else:
+        if not args.json:
+            for line in args_diff(base, {**base, **changes}) or ["(the same as the model's arguments)"]:
+                say(f"edit: {line}")
+    return await update(session.approve(call_id, by=args.by, args={**base, **changes}, expected_args_sha256=expected,
+                                        comment=args.comment), args.json)
 
 
-async def one_field_answer(handle: WorkflowHandle[Any, Any], call_id: str | None, text: str) -> Any:
+async def one_field_answer(session: Session, call_id: str | None, text: str) -> Any:
     """`answer s1 2026-12-24` to a question whose form has one field: {"date": "2026-12-24"}, which the
     session checks against the field's type. Any other question takes the text itself."""
     try:
-        pending = await handle.query(PENDING.name)
+        pending = await session.read("pending")
     except (RPCError, WorkflowQueryFailedError):
         return text  # the session says why when it receives the answer
     questions = [item for item in pending if item["kind"] == "question" and call_id in (None, item["call_id"])]
     if len(questions) == 1 and len(questions[0].get("fields") or []) == 1:
         return {questions[0]["fields"][0]["name"]: text}
     return text
-
-
-# The reading commands and the queries they ask (the transcript and audit page by page, across runs).
-READS: dict[str, Query[Any, Any]] = {"pending": PENDING, "status": STATUS}
-PAGED_READS = {"transcript": (TRANSCRIPT_PAGE, "messages"), "audit": (AUDIT_PAGE, "events")}
-
-
-async def read_query(client: Client, session_id: str, name: str) -> Any:
-    """Queries as a person reads them: the transcript and audit whole, across every run of a
-    long session (hitl/client/sessions.py), retried while a run hands over to the next. With no
-    worker to answer, NoWorker says so at once instead of the query's timeout."""
-    if problem := await no_worker_line(client, session_id):
-        raise NoWorker(problem)
-    for attempt in range(20):
-        try:
-            if name in PAGED_READS:
-                page_query, key = PAGED_READS[name]
-                return await read_all(client, session_id, page_query.name, key)
-            return await client.get_workflow_handle(session_id).query(READS[name].name)
-        except RPCError as error:
-            if error.status in TIMED_OUT and (problem := await no_worker_line(client, session_id, live_only=True)):
-                raise NoWorker(problem) from None
-            if "not scheduled yet" not in error.message or attempt == 19:
-                raise
-            await asyncio.sleep(0.25)
-    raise AssertionError("unreachable")
 
 
 async def show_inbox(client: Client, args: argparse.Namespace) -> int:
@@ -297,18 +279,14 @@ UPDATE_WAIT_SECONDS = float(os.environ.get("HITL_CLI_WAIT_SECONDS") or 120)
 UPDATE_NOTICE_SECONDS = min(10.0, UPDATE_WAIT_SECONDS / 2)  # when it says it is still waiting
 
 
-async def start(client: Client, settings: Settings, args: argparse.Namespace) -> int:
-    request = payload(args, "message", "by", "model", "system_prompt", "max_steps",
+async def start(hitl: HitlClient, args: argparse.Namespace) -> int:
+    options = payload(args, "model", "system_prompt", "max_steps",
                       "approval_timeout_seconds", "answer_timeout_seconds", "idle_timeout_seconds")
     if args.tools:
-        request["tools"] = [name.strip() for name in args.tools.split(",") if name.strip()]
+        options["tools"] = [name.strip() for name in args.tools.split(",") if name.strip()]
     session_id = args.session or f"session-{uuid.uuid4().hex[:8]}"
-    summary, details = session_summary(request, session_id, started_with="starter.py start", encrypted=ENCRYPTED)
     try:
-        await client.start_workflow(  # type: ignore[call-overload]  # plain payloads, not str: see hitl/client/summary.py
-            WORKFLOW, request, id=session_id, task_queue=settings.task_queue, result_type=WORKFLOW_RESULT,
-            static_summary=summary, static_details=details,
-        )
+        await hitl.start(args.message, session_id=session_id, by=args.by, **options)
     except WorkflowAlreadyStartedError:
         say(f"error: session {session_id} already exists and is still open: talk to it with "
             f"`send {session_id} ...`, or choose another id", file=sys.stderr)
@@ -320,25 +298,26 @@ async def start(client: Client, settings: Settings, args: argparse.Namespace) ->
     return 0
 
 
-async def update(handle: WorkflowHandle[Any, Any], request: Update[Any, Any], body: dict[str, Any], as_json: bool) -> int:
-    sending = asyncio.ensure_future(execute_update_retrying(handle, request, body))
+async def update(sending_decision: Awaitable[Decision], as_json: bool) -> int:
+    """A decision or message sent through the client, waited for with word to the person while no
+    worker takes it, and its answer (or the session's refusal) printed."""
+    sending = asyncio.ensure_future(sending_decision)
     try:
         done, _ = await asyncio.wait({sending}, timeout=UPDATE_NOTICE_SECONDS)
         if not done:
             say(f"(no answer from the session yet: waiting up to {UPDATE_WAIT_SECONDS:g} s for a worker to take it)",
                 file=sys.stderr)
-        result = await asyncio.wait_for(sending, UPDATE_WAIT_SECONDS - UPDATE_NOTICE_SECONDS)
+        result = (await asyncio.wait_for(sending, UPDATE_WAIT_SECONDS - UPDATE_NOTICE_SECONDS)).as_sent()
     except (asyncio.TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):  # the latter: the SDK's, once cancelled
         say(f"error: the session did not answer within {UPDATE_WAIT_SECONDS:g} s: is a worker running "
             "(`python worker.py`, on this task queue)? The request waits in Temporal and may still be applied "
             "when a worker takes the session: look at `status` before you send it again", file=sys.stderr)
         return 1
-    except WorkflowUpdateFailedError as error:
-        reason = reason_of(error)
+    except Refused as refused:
         if as_json:
-            print_json({"accepted": False, "reason": reason})
+            print_json({"accepted": False, "reason": refused.reason})
         else:
-            say(f"refused: {reason}", file=sys.stderr)
+            say(f"refused: {refused.reason}", file=sys.stderr)
         return 2
     if as_json:
         print_json(result)

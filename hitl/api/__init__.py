@@ -1,1 +1,6 @@
-"""The HTTP side of the product, served by `python starter.py serve`."""
+"""The HTTP side of the product, served by `python starter.py serve`.
+
+Internal: not a public API, and it may change in any release. Programs import only the
+public face, `hitl` (its `__all__`: tool, ToolContext, ToolError, HitlClient, Session,
+Refused, HitlPlugin, and `hitl.testing`); docs/architecture.md, "The public face".
+"""

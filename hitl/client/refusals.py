@@ -24,9 +24,21 @@ def code_of(error: WorkflowUpdateFailedError) -> str | None:
 
 
 def reason_of(error: BaseException) -> str:
-    """The reason, as the session wrote it."""
+    """The reason, as the session wrote it (with how to change one argument, when edited args missed some)."""
     cause = getattr(error, "cause", None)
-    return getattr(cause, "message", None) or getattr(error, "message", None) or str(cause or error)
+    return with_edit_hint(getattr(cause, "message", None) or getattr(error, "message", None) or str(cause or error))
+
+
+EDIT_MISSED_FIELDS = ("edited args do not fit ", ("Field required", "is a required property"))
+EDIT_HINT = ("args replaces all of the call's arguments; to change one, use --set k=v (starter.py approve) "
+             "or changes={...} (HitlClient), or send all of them")
+
+
+def with_edit_hint(reason: str) -> str:
+    """Edited arguments that miss required fields were most often meant as a change to one: the
+    session's `args` replaces them all, and the reason says how to change one instead."""
+    prefix, missing = EDIT_MISSED_FIELDS
+    return f"{reason}; {EDIT_HINT}" if reason.startswith(prefix) and any(m in reason for m in missing) else reason
 
 
 class Refused(Exception):

@@ -1,1 +1,6 @@
-"""The terminal face: the chat, the demo, watch, the inbox and how sessions render; sits on hitl/client/."""
+"""The terminal face: the chat, the demo, watch, the inbox and how sessions render; sits on hitl/client/.
+
+Internal: not a public API, and it may change in any release. Programs import only the
+public face, `hitl` (its `__all__`: tool, ToolContext, ToolError, HitlClient, Session,
+Refused, HitlPlugin, and `hitl.testing`); docs/architecture.md, "The public face".
+"""

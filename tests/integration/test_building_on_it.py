@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from temporalio.testing import WorkflowEnvironment
 from hitl import HitlClient, Refused
 from hitl.testing import Harness
 from tests.support import refund_tools
+from tests.support.docs_example import write_users_files
 from tests.support.stack import ROOT, product_env
 
 TOOLS = ["tests.support.refund_tools"]
@@ -273,18 +273,13 @@ async def test_approve_args_on_the_command_line_name_only_what_changes(env: Work
 
 @pytest.mark.integration
 async def test_the_docs_tool_and_its_test_run_as_printed_in_a_folder_of_their_own(tmp_path: Path) -> None:
-    """docs/interface.md's my_tools.py and test_my_tools.py, written to a user's folder outside the
+    """docs/interface.md's my_tools.py, test_my_tools.py and script.json, written to a user's folder outside the
     checkout and run with pytest there: the product is imported as installed, nothing else runs."""
-    page = (ROOT / "docs" / "interface.md").read_text()
-    section = page[page.index("### Testing your own tool"):page.index("### Driving sessions from Python")]
-    files = dict(re.findall(r"```python\n# (\w+\.py)\n(.*?)```", section, re.S))
-    assert set(files) == {"my_tools.py", "test_my_tools.py"}, sorted(files)
-    assert all(line.startswith(("from hitl", "from typing")) for text in files.values()
-               for line in text.splitlines() if line.startswith(("from ", "import "))), files
     project = tmp_path / "project"
-    project.mkdir()
-    for name, text in files.items():
-        (project / name).write_text(text)
+    files = write_users_files(project)
+    assert set(files) == {"my_tools.py", "test_my_tools.py", "script.json"}, sorted(files)
+    assert all(line.startswith(("from hitl", "from typing", "from pathlib")) for text in files.values()
+               for line in text.splitlines() if line.startswith(("from ", "import "))), files
     environment = {**product_env(), "PYTHONPATH": str(ROOT)}  # the product as installed: not the tests
     ran = await asyncio.to_thread(
         subprocess.run, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto",

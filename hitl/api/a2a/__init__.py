@@ -4,6 +4,10 @@ The a2a-sdk's JSON-RPC dispatcher parses and answers the protocol; the routes
 here authenticate first, with the same bearer tokens as every other route
 (`caller`), and hand the dispatcher the request and its person, which the
 handler (hitl/api/a2a/handler.py) passes to the API's own paths.
+
+Internal: not a public API, and it may change in any release. Programs import only the
+public face, `hitl` (its `__all__`: tool, ToolContext, ToolError, HitlClient, Session,
+Refused, HitlPlugin, and `hitl.testing`); docs/architecture.md, "The public face".
 """
 
 from __future__ import annotations
