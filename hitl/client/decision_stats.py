@@ -119,7 +119,7 @@ def records_from_audit(session_id: str, rows: Iterable[Mapping[str, Any]],
             request = asked[row.call_id]
             person = row.by if row.event != "timed_out" else None
             door = (row.via or NO_DOOR) if row.event != "timed_out" else None
-            records.decisions.append(Decision(session_id, row.call_id, request.tool, request.rule, row.event,  # type: ignore[arg-type]
+            records.decisions.append(Decision(session_id, row.call_id, request.tool, request.rule, row.event,
                                               row.at, request.at, person, door))
     return records
 
