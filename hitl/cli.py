@@ -103,6 +103,14 @@ def parser() -> OneLineParser:
     inbox.add_argument("--limit", type=int, default=100, help="show the oldest N items (default 100; 0: all)")
     inbox.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON rows")
 
+    stats = commands.add_parser("stats", help="how people decide: per tool, policy rule, door and person over a period")
+    stats.add_argument("--since", help="ISO 8601 (default: a week before --until)")
+    stats.add_argument("--until", help="ISO 8601 (default: now)")
+    stats.add_argument("--tool", help="only this tool")
+    stats.add_argument("--person", help="only this person's decisions")
+    stats.add_argument("--task-queue", help="only sessions of this task queue (default: the whole namespace)")
+    stats.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print the figures as JSON")
+
     watch = commands.add_parser("watch", help="print a session's events as they happen, until it closes")
     watch.add_argument("session", help=SESSION)
     watch.add_argument("--after", type=int, default=0, help="start after this event id (default: all kept)")
@@ -184,6 +192,8 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         return await show_inbox(client, args)
     if args.command == "evidence":
         return await evidence_command.export(client, args)
+    if args.command == "stats":
+        return await show_stats(client, args)
     if args.command == "watch":
         from hitl.console.watch import watch
 
@@ -277,6 +287,26 @@ async def show_inbox(client: Client, args: argparse.Namespace) -> int:
 # milliseconds; none at all leaves the Update waiting in Temporal, and the person should know.
 UPDATE_WAIT_SECONDS = float(os.environ.get("HITL_CLI_WAIT_SECONDS") or 120)
 UPDATE_NOTICE_SECONDS = min(10.0, UPDATE_WAIT_SECONDS / 2)  # when it says it is still waiting
+
+
+async def show_stats(client: Client, args: argparse.Namespace) -> int:
+    from hitl.client.decisions import PeriodError, period, stats_between
+    from hitl.console.stats import render_stats
+    from workflows.policy import PolicyError, policy_from_env
+
+    try:
+        since, until = period(args.since, args.until)
+        policy = policy_from_env()
+    except (PeriodError, PolicyError) as error:
+        say(f"error: {error}", file=sys.stderr)
+        return 2
+    stats = await stats_between(client, since, until, policy=policy, tool=args.tool, person=args.person,
+                                task_queue=args.task_queue)
+    if args.json:
+        print_json(stats.model_dump(mode="json"))
+    else:
+        say(render_stats(stats))
+    return 0
 
 
 async def start(hitl: HitlClient, args: argparse.Namespace) -> int:

@@ -85,6 +85,17 @@ class ToolFloor(BaseModel):
         return f"operator policy tools.{self.key}"
 
 
+class RubberStamp(BaseModel):
+    """When a person's approvals in a period look unread (hitl/client/decision_stats.py): at least
+    `min_decisions` decisions, approving at least `approve_rate` of them, in `median_seconds` or less."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_decisions: Annotated[int, Field(ge=1, le=1_000_000)] = 20
+    approve_rate: Annotated[float, Field(ge=0, le=1)] = 0.95
+    median_seconds: Annotated[float, Field(ge=0, le=86_400)] = 10
+
+
 class OperatorPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid")
     # Which file's text this is (SHA-256 of its bytes), recorded with each verdict so an auditor
@@ -111,6 +122,7 @@ class OperatorPolicy(BaseModel):
     # the policy's own: `@payments` also means whoever's token says they are in "payments". A call's
     # approvers then keep the policy's group names beside their members, for the session to match.
     groups_from_identity: bool = False
+    rubber_stamp: RubberStamp = Field(default_factory=RubberStamp)
 
     # ------------------------------------------------------------ people
 

@@ -14,7 +14,8 @@ from fastapi import APIRouter
 from fastapi.responses import FileResponse, Response
 
 STATIC = Path(__file__).parent / "static"
-CONTENT_TYPES = {"inbox.js": "text/javascript", "inbox.css": "text/css"}
+CONTENT_TYPES = {"inbox.js": "text/javascript", "inbox.css": "text/css",
+                 "stats.js": "text/javascript", "stats.css": "text/css"}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
                                "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
@@ -29,6 +30,12 @@ router = APIRouter(tags=["web inbox"], include_in_schema=False)
 @router.get("/")
 async def page() -> Response:
     return FileResponse(STATIC / "inbox.html", media_type="text/html", headers=SECURITY_HEADERS)
+
+
+@router.get("/stats/view")
+async def stats_page() -> Response:
+    """How people decide (GET /stats), for operators: the same sign-in as the inbox, in the same tab."""
+    return FileResponse(STATIC / "stats.html", media_type="text/html", headers=SECURITY_HEADERS)
 
 
 @router.get("/static/{name}")

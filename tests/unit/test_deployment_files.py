@@ -35,6 +35,8 @@ LEFT_TO_USER = {
     "HITL_MCP_CONFIG": "MCP servers run inside the worker's image: build yours with them, mount the config and name it",
     "HITL_METRICS_PORT": "metrics are off by default: set it, and publish the port, where Prometheus scrapes (docs/observability.md)",
     "HITL_API_METRICS_PORT": "likewise for the API's own metrics",
+    "HITL_METRICS_TOKEN": "the scrape token of the API's GET /metrics is yours to choose, like people's tokens (docs/observability.md)",
+    "HITL_DECISION_METRICS_REFRESH": "the default (60 s) suits a scrape a minute; raise it with many running sessions",
     "HITL_OTEL": "tracing needs the tracing extra in your image (docs/observability.md)",
     "HITL_EVIDENCE_KEY": "the key that signs evidence bundles is the operator's: starter.py evidence runs where it is kept, not in a service",
     "HITL_CLI_WAIT_SECONDS": "how long starter.py waits for an answer: the person's shell, not the services",
