@@ -7,7 +7,7 @@
 A process of its own, so the benchmark reads this worker's CPU time and memory
 from /proc and nothing else's. Both designs get the same worker tuning (the
 product's, `WorkerTuning.from_env`) and the same scripted model
-(bench/scripted_model.py: a tool call every step, an answer at `--steps`;
+(tests/support/scripted_model.py: a tool call every step, an answer at `--steps`;
 a delegating root's hand-over and answer),
 optionally sleeping `--model-seconds` per call, and the same tool (`bench_step`,
 registered here: a constant text, so neither design pays for a tool the other
@@ -34,7 +34,7 @@ from temporalio.worker import Worker
 from activities.tools import tool
 from bench.history import RawLongActivities
 from bench.raw_agent import RawLongAgent
-from bench.scripted_model import LongTurnModel
+from tests.support.scripted_model import LongTurnModel
 from hitl.bytecode import compile_once
 from hitl.devserver import connect_when_ready
 from hitl.exit_cleanly import exit_now
