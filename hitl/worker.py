@@ -36,12 +36,12 @@ from activities.workspace_identity import refuse_another_workspace, with_workspa
 from hitl.startup import model_warning, quiet_expected_failures
 from hitl import heartbeat, telemetry
 from hitl.arguments import OneLineParser
-from hitl.bytecode import compile_once
 from hitl.channels import Channels, ChannelsError, channels_from_env
 from hitl.decision_keys import KeyConfigError, worker_email_link_key
 from hitl.exit_cleanly import exit_with
 from hitl.extras import MissingExtra, require
 from hitl.plugin import HitlPlugin
+from hitl.sdk_shortcuts import ShortcutSettingError, check_settings
 from hitl.settings import Settings, connect, unreachable
 from workflows.agents import AgentsError, agents_from_env
 from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
@@ -176,7 +176,6 @@ def build_worker(
     message_channels: list[MessageChannel] | None = None,
 ) -> Worker:
     workspace.mkdir(parents=True, exist_ok=True)
-    compile_once(["workflows"])  # the sandbox runs them afresh per session: compiled once (hitl/bytecode.py)
     model, notify = ModelActivities(observed(backend), client), NotifyActivities(workspace, notify_url, webhooks, message_channels)
     environment = SessionEnvironment(client)
     tools = tools or ToolActivities(workspace)
@@ -273,7 +272,9 @@ async def main() -> None:
         channels = channels_from_env()  # and HITL_CHANNELS, or a secret it lacks
         webhooks = signed_webhooks(channels, os.environ)
         message_channels = channel_doors(channels, os.environ)
-    except (McpConfigError, PolicyError, AgentsError, ChannelsError, KeyConfigError, MissingExtra) as error:
+        check_settings()
+    except (McpConfigError, PolicyError, AgentsError, ChannelsError, KeyConfigError, MissingExtra,
+            ShortcutSettingError) as error:
         raise SystemExit(f"worker: {error}") from None
     print(f"worker: operator policy: {describe_policy(policy)}")
     if warning := model_warning():  # before connecting: a worker that cannot connect yet says it too

@@ -45,6 +45,7 @@ from hitl.api.reading import limits_from_env
 from hitl.channels import ChannelsError, channels_from_env
 from hitl.decision_keys import KeyConfigError
 from hitl.extras import MissingExtra, installed, require
+from hitl.sdk_shortcuts import ShortcutSettingError, check_settings
 from hitl.decision_keys import signing_key as read_signing_key
 from hitl import telemetry
 from hitl.settings import DATA_CONVERTER
@@ -245,12 +246,13 @@ def serve(host: str | None = None, port: int | None = None) -> None:
     host = host or os.environ.get("HITL_API_HOST", "127.0.0.1")
     try:
         refuse_an_open_codec(host)
+        check_settings()  # HITL_QUERY_BUFFER_RETRY, read by every query the API sends
         for line in telemetry.start("hitl-api", "HITL_API_METRICS_PORT"):  # before the API's client connects
             print(f"api: {line}")
         app = create_app(bind_host=host)
         signing_key()  # a malformed key stops the server now; a local key file is made now
     except (TokenFileError, OpenIDConfigError, KeyConfigError, PolicyError, ChannelsError, StartRefused,
-            MissingExtra, telemetry.TelemetryError) as error:
+            MissingExtra, ShortcutSettingError, telemetry.TelemetryError) as error:
         sys.exit(f"error: {error}")
     uvicorn.run(app, host=host, port=port or int(os.environ.get("HITL_API_PORT", "8000")))
 

@@ -32,6 +32,8 @@ LEFT_TO_USER = {
     "HITL_API_PORT": "set on the api service only",
     "HITL_UI_PORT": "the demo's own dev server only (./demo.sh); compose runs its own Temporal",
     "HITL_CORS_ORIGINS": "set on the api service only",
+    "HITL_CONTEXT_FREE_SANDBOX": "on by default; off only while an SDK upgrade is looked into (docs/production.md)",
+    "HITL_QUERY_BUFFER_RETRY": "likewise",
     "HITL_API_PROTOCOLS": "the image installs every door, so AG-UI and A2A are both served unless you name fewer",
     "HITL_MCP_CONFIG": "MCP servers run inside the worker's image: build yours with them, mount the config and name it",
     "HITL_METRICS_PORT": "metrics are off by default: set it, and publish the port, where Prometheus scrapes (docs/observability.md)",
