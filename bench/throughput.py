@@ -70,7 +70,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from activities.tools import CATALOG
-from bench.load import rss_mb
+from tests.support.load import rss_mb
 from bench.process_figures import cpu_seconds, load_average, server_requests, start_profiler, stop_profiler
 from bench import throughput_delegating as delegating
 from bench.throughput_worker import TOOL  # registers the benchmark's tool in this catalog too
