@@ -153,6 +153,8 @@ NOT_RUN = {
     'temporal task-queue describe': 'named in prose (where the worker identity shows)',
     'python worker.py --check': 'test_scale_out.py runs the health check',
     'python -m bench.sticky --rounds 3': 'a benchmark of minutes; it reports numbers, it checks nothing',
+    'python -m bench.sdk_insides': 'a benchmark of a minute; it reports numbers, it checks nothing',
+    'python -m bench.sdk_insides --rounds 5': 'a benchmark of a minute; it reports numbers, it checks nothing',
     'python -m bench.sticky --burst 1000 --sticky-timeout 1': 'a benchmark of minutes; it reports numbers, it checks nothing',
     'python -m bench.kill --kills 20': 'a benchmark of minutes; it reports numbers, it checks nothing',
     'python -m bench.transcript_read': 'a benchmark of minutes; it reports numbers, it checks nothing',
