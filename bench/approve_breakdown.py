@@ -1,6 +1,6 @@
 """Where a whole approve session's time goes, product against a plain Temporal workflow, from the histories.
 
-    python -m bench.approve_breakdown [--sessions 10]
+    python -m bench.approve_breakdown [--sessions 10] [--floor-first]
 
 bench/approval_run.py's scenario (a message, the approval pause, the approval, the tool, the
 answer; a model that answers at once) on its own dev server, each design's warm-up session
@@ -96,6 +96,7 @@ def parts(events: list[HistoryEvent]) -> dict[str, float]:
             spent["workflow task: server hand-over"] += started - scheduled
         elif kind == WT[2] and started is not None:
             spent[f"workflow task recording {what_it_recorded(events, index)}"] += ms(event) - started
+            spent["workflow tasks: worker, all"] += ms(event) - started
             spent["workflow tasks (count)"] += 1
             last_done = ms(event)
         elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
@@ -120,20 +121,21 @@ async def design(client: Client, worker: Callable[[], Any], session: Callable[[]
     return {name: statistics.median(one.get(name, 0.0) for one in each) for name in names}, [m[0] * 1000 for m in measured]
 
 
-async def run(sessions: int) -> dict[str, tuple[dict[str, float], list[float]]]:
+async def run(sessions: int, floor_first: bool) -> dict[str, tuple[dict[str, float], list[float]]]:
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         port = free_port()
         server = start_dev_server(folder / "temporal.db", port=port, ui_port=free_port())
         try:
             client = await connect_when_ready(f"127.0.0.1:{port}")
-            return {
-                "product": await design(client, lambda: build_worker(client, "bench-product", InstantModel(), folder / "workspace"),
-                                        lambda: product_session(client, "bench-product"), sessions),
-                "floor": await design(client, lambda: Worker(client, task_queue="bench-raw", workflows=[RawAgent],
-                                                             activities=[raw_model, raw_tool]),
-                                      lambda: raw_session(client, "bench-raw"), sessions),
+            designs = {
+                "product": (lambda: build_worker(client, "bench-product", InstantModel(), folder / "workspace"),
+                            lambda: product_session(client, "bench-product")),
+                "floor": (lambda: Worker(client, task_queue="bench-raw", workflows=[RawAgent], activities=[raw_model, raw_tool]),
+                          lambda: raw_session(client, "bench-raw")),
             }
+            order = ["floor", "product"] if floor_first else ["product", "floor"]
+            return {name: await design(client, *designs[name], sessions) for name in order}
         finally:
             stop_dev_server(server)
 
@@ -152,7 +154,9 @@ def table(figures: dict[str, tuple[dict[str, float], list[float]]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10)
-    print(table(asyncio.run(run(parser.parse_args().sessions))))
+    parser.add_argument("--floor-first", action="store_true", help="measure the floor before the product")
+    args = parser.parse_args()
+    print(table(asyncio.run(run(args.sessions, args.floor_first))))
 
 
 if __name__ == "__main__":
