@@ -20,13 +20,15 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 from urllib.parse import quote, urlsplit
 
-from standardwebhooks.webhooks import EmptyWebhookSecretError, Webhook
-
 from hitl.channels import Channels, ChannelsError
+from hitl.extras import require
 from workflows.requests import Notification
+
+if TYPE_CHECKING:
+    from standardwebhooks.webhooks import Webhook
 
 log = logging.getLogger("hitl.webhooks")
 TIMEOUT_SECONDS = 10
@@ -102,6 +104,11 @@ class SignedWebhook:
 
 def signed_webhooks(channels: Channels, environ: Mapping[str, str]) -> list[SignedWebhook]:
     """The channels' webhooks with their secrets, read from the environment now (never history)."""
+    if not channels.webhooks:
+        return []
+    require("webhooks", "HITL_CHANNELS webhooks")
+    from standardwebhooks.webhooks import EmptyWebhookSecretError, Webhook  # the `webhooks` extra
+
     hooks = []
     for index, hook in enumerate(channels.webhooks):
         try:

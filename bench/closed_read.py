@@ -28,7 +28,7 @@ import uvicorn
 
 from hitl.api.app import create_app
 from hitl.api.auth import TokenBook
-from bench.scripted_model import LongTurnModel
+from tests.support.scripted_model import LongTurnModel
 from hitl.client.sessions import measure_history
 from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 from hitl.worker import build_worker

@@ -39,7 +39,7 @@ from temporalio.worker import Worker
 
 from activities.tools import CATALOG
 from bench.raw_agent import RawLongAgent
-from bench.scripted_model import LongTurnModel, ModelCall
+from tests.support.scripted_model import LongTurnModel, ModelCall
 from hitl.client.sessions import measure_history, read_all
 from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 from hitl.worker import build_worker

@@ -37,9 +37,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHandle
 
-from bench.load import start_worker
+from tests.support.worker_processes import start_worker
 from bench.own_server import own_dev_server
-from bench.sticky import until_polling
+from tests.support.worker_processes import until_polling
 from workflows.agent import AgentWorkflow
 
 TOOL_TIMEOUT_SECONDS = 60

@@ -25,7 +25,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from bench.own_server import own_dev_server
-from bench.scripted_model import LongTurnModel
+from tests.support.scripted_model import LongTurnModel
 from hitl.client.sessions import measure_history
 from hitl.worker import build_worker
 from workflows.agent import AgentWorkflow

@@ -8,7 +8,7 @@ One dev server (file-backed SQLite, the demo's pragmas, its Prometheus
 endpoint on a port of its own); for each design and round a fresh worker
 *process* (bench/throughput_worker.py) on a task queue of its own; `--sessions`
 sessions started at once, each one turn of `--tool-steps` tool steps and a final
-answer, with the same scripted model (bench/scripted_model.py) and the same
+answer, with the same scripted model (tests/support/scripted_model.py) and the same
 tool (bench_step, a constant text). Designs alternate within each round (product, floor, product, ...),
 so a noisy moment on a shared machine hits both alike; each figure is the
 median over the rounds, and the ratios compare figures of the same run.
@@ -70,7 +70,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from activities.tools import CATALOG
-from bench.load import rss_mb
+from tests.support.load import rss_mb
 from bench.process_figures import cpu_seconds, load_average, server_requests, start_profiler, stop_profiler
 from bench import throughput_delegating as delegating
 from bench.throughput_worker import TOOL  # registers the benchmark's tool in this catalog too

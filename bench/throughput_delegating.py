@@ -1,6 +1,6 @@
 """bench/throughput.py's `delegating` design: the product, each session's turn handed to one sub-agent.
 
-The root's model (bench/scripted_model.py, asked "delegate stepper: <task>") calls
+The root's model (tests/support/scripted_model.py, asked "delegate stepper: <task>") calls
 `delegate__stepper(task)` once; the child session (workflows/delegating.py, id `<root>/stepper/1`)
 makes the tool steps with the same script and tool, and answers; the root's model then answers
 with the child's answer. The tool steps are the child's; the events and actions are both sessions'.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bench.scripted_model import DELEGATE
+from tests.support.scripted_model import DELEGATE
 from workflows.agents import delegate_tool
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@
 A process of its own, so the benchmark reads this worker's CPU time and memory
 from /proc and nothing else's. Both designs get the same worker tuning (the
 product's, `WorkerTuning.from_env`) and the same scripted model
-(bench/scripted_model.py: a tool call every step, an answer at `--steps`;
+(tests/support/scripted_model.py: a tool call every step, an answer at `--steps`;
 a delegating root's hand-over and answer),
 optionally sleeping `--model-seconds` per call, and the same tool (`bench_step`,
 registered here: a constant text, so neither design pays for a tool the other
@@ -23,6 +23,8 @@ import asyncio
 import dataclasses
 import json
 import signal
+import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,8 +36,7 @@ from temporalio.worker import Worker
 from activities.tools import tool
 from bench.history import RawLongActivities
 from bench.raw_agent import RawLongAgent
-from bench.scripted_model import LongTurnModel
-from hitl.bytecode import compile_once
+from tests.support.scripted_model import LongTurnModel
 from hitl.devserver import connect_when_ready
 from hitl.exit_cleanly import exit_now
 from hitl.worker import WorkerTuning, build_worker
@@ -99,7 +100,9 @@ def make_worker(client: Client, design: str, task_queue: str, workspace: Path, m
     if design in ("product", "unsandboxed", "delegating"):
         return build_worker(client, task_queue, model, workspace,
                             tuning=dataclasses.replace(tuning, sandbox=design != "unsandboxed" and tuning.sandbox))
-    compile_once(["bench.raw_agent"])  # as build_worker does for the product's workflow modules
+    # The sandbox imports the floor's module afresh for each session: from a bytecode cache, as any
+    # installed program's, rather than compiled again (PYTHONDONTWRITEBYTECODE may be set here).
+    sys.pycache_prefix, sys.dont_write_bytecode = tempfile.mkdtemp(prefix="floor-pycache-"), False
     activities = FloorActivities(model)
     return Worker(client, task_queue=task_queue, workflows=[RawLongAgent],
                   activities=[activities.call_model, activities.run_tool], **tuning.worker_options())

@@ -27,7 +27,7 @@ import uuid
 from typing import Any, Awaitable, Callable
 
 from activities.tools import tool
-from bench.scripted_model import LongTurnModel
+from tests.support.scripted_model import LongTurnModel
 from temporalio.client import WorkflowHandle
 
 from hitl.client.run_history import read_transcript

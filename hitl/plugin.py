@@ -19,6 +19,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from activities.storable_outcomes import StorableOutcomes
 from hitl.sandbox_runner import ContextFreeSandbox, fits_this_sdk, ignores_context
+from hitl.sdk_shortcuts import CONTEXT_FREE_SANDBOX, enabled
 from hitl.settings import DATA_CONVERTER
 from workflows.agent import AgentWorkflow
 from workflows.arity import OneArgument
@@ -57,7 +58,7 @@ def workflow_runner(converter: DataConverter, sandbox: bool = True) -> WorkflowR
     (hitl/sandbox_runner.py), or no sandbox when the operator turned it off."""
     if not sandbox:
         return UnsandboxedWorkflowRunner()
-    if ignores_context(converter) and fits_this_sdk():
+    if ignores_context(converter) and fits_this_sdk() and enabled(CONTEXT_FREE_SANDBOX):
         return ContextFreeSandbox(restrictions=SANDBOX)
     return SandboxedWorkflowRunner(restrictions=SANDBOX)
 

@@ -27,9 +27,7 @@ from activities.observed_model import observed
 from activities.judging import catalog_verdicts, judge_calls, unknown_tools
 from activities.model import ModelActivities, ModelBackend, backend_from_env
 from activities.session_environment import SessionEnvironment
-from activities.mail import mail_messages
 from activities.message_channels import MessageChannel
-from activities.slack import slack_messages
 from activities.webhooks import SignedWebhook, shown_url, signed_webhooks
 from activities.transcript_index import keep_transcript_index, record_transcript_index
 from activities.run_tool import ToolActivities
@@ -38,11 +36,12 @@ from activities.workspace_identity import refuse_another_workspace, with_workspa
 from hitl.startup import model_warning, quiet_expected_failures
 from hitl import heartbeat, telemetry
 from hitl.arguments import OneLineParser
-from hitl.bytecode import compile_once
-from hitl.channels import ChannelsError, channels_from_env
+from hitl.channels import Channels, ChannelsError, channels_from_env
 from hitl.decision_keys import KeyConfigError, worker_email_link_key
 from hitl.exit_cleanly import exit_with
+from hitl.extras import MissingExtra, require
 from hitl.plugin import HitlPlugin
+from hitl.sdk_shortcuts import ShortcutSettingError, check_settings
 from hitl.settings import Settings, connect, unreachable
 from workflows.agents import AgentsError, agents_from_env
 from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
@@ -177,7 +176,6 @@ def build_worker(
     message_channels: list[MessageChannel] | None = None,
 ) -> Worker:
     workspace.mkdir(parents=True, exist_ok=True)
-    compile_once(["workflows"])  # the sandbox runs them afresh per session: compiled once (hitl/bytecode.py)
     model, notify = ModelActivities(observed(backend), client), NotifyActivities(workspace, notify_url, webhooks, message_channels)
     environment = SessionEnvironment(client)
     tools = tools or ToolActivities(workspace)
@@ -273,9 +271,10 @@ async def main() -> None:
         agents = agents_from_env()  # and HITL_AGENTS
         channels = channels_from_env()  # and HITL_CHANNELS, or a secret it lacks
         webhooks = signed_webhooks(channels, os.environ)
-        message_channels = slack_messages(channels, os.environ)
-        message_channels += mail_messages(channels, os.environ, worker_email_link_key)  # or the key of its links
-    except (McpConfigError, PolicyError, AgentsError, ChannelsError, KeyConfigError) as error:
+        message_channels = channel_doors(channels, os.environ)
+        check_settings()
+    except (McpConfigError, PolicyError, AgentsError, ChannelsError, KeyConfigError, MissingExtra,
+            ShortcutSettingError) as error:
         raise SystemExit(f"worker: {error}") from None
     print(f"worker: operator policy: {describe_policy(policy)}")
     if warning := model_warning():  # before connecting: a worker that cannot connect yet says it too
@@ -297,6 +296,21 @@ async def main() -> None:
         return
     async with mcp:
         await serve(client, settings, backend, tuning, extra, mcp, stop, webhooks, message_channels)
+
+
+def channel_doors(channels: Channels, environ: Mapping[str, str]) -> list[MessageChannel]:
+    """The message channels HITL_CHANNELS configures; each one's library (a pip extra) is imported
+    only when its part of the file is there, and a part whose extra is missing stops the worker."""
+    doors: list[MessageChannel] = []
+    if channels.slack is not None:
+        require("slack", "HITL_CHANNELS slack")
+        from activities.slack import slack_messages
+        doors += slack_messages(channels, environ)
+    if channels.email is not None:
+        require("mail", "HITL_CHANNELS email")
+        from activities.mail import mail_messages
+        doors += mail_messages(channels, environ, worker_email_link_key)  # or the key of its links stops it
+    return doors
 
 
 def stopped_by_signals() -> asyncio.Event:

@@ -19,9 +19,9 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from datetime import timedelta
-from typing import Any
+from typing import Any, Mapping
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from temporalio.client import Client
@@ -29,7 +29,7 @@ from temporalio.converter import PayloadCodec
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.service import RPCError
 
-from hitl.api import a2a, ag_ui, calls, codec, decide_links, events, inbox, people, sessions, slack, stats, web, web_sign_in as sign_in_routes
+from hitl.api import calls, codec, decide_links, events, inbox, people, sessions, slack, stats, web, web_sign_in as sign_in_routes
 from hitl.access import Policy
 from hitl.api.auth import StreamTickets, TokenBook, TokenFileError, hide_queries_from_access_log
 from hitl.api.body_limit import BodyLimit
@@ -44,6 +44,8 @@ from hitl.api.owned_sessions import SessionsPerPerson
 from hitl.api.reading import limits_from_env
 from hitl.channels import ChannelsError, channels_from_env
 from hitl.decision_keys import KeyConfigError
+from hitl.extras import MissingExtra, installed, require
+from hitl.sdk_shortcuts import ShortcutSettingError, check_settings
 from hitl.decision_keys import signing_key as read_signing_key
 from hitl import telemetry
 from hitl.settings import DATA_CONVERTER
@@ -118,8 +120,10 @@ def create_app(
     app.add_middleware(BodyLimit)  # added late: it runs before anything reads a body
     observe(app)  # around it (reading no body), when operators ask for metrics or traces (docs/observability.md)
     app.include_router(codec.router)
-    for resource in (sessions, calls, inbox, events, people, ag_ui, a2a, web, slack, sign_in_routes, decide_links, stats):
+    for resource in (sessions, calls, inbox, events, people, web, slack, sign_in_routes, decide_links, stats):
         app.include_router(resource.router)
+    for router in protocol_routers(os.environ):
+        app.include_router(router)
     hide_queries_from_access_log()
 
     @app.exception_handler(RPCError)
@@ -151,6 +155,38 @@ def create_app(
         return JSONResponse({"ready": True, "namespace": client.namespace})
 
     return app
+
+
+# The standard protocols the API can speak beside its own routes, each its own pip extra.
+PROTOCOLS = ("ag-ui", "a2a")
+
+
+def protocol_routers(environ: Mapping[str, str]) -> list[APIRouter]:
+    """The routes of the protocols HITL_API_PROTOCOLS names (`ag-ui`, `a2a`, or `none`); unset, every
+    one that is installed. Each protocol's library is imported here, only when it is mounted."""
+    routers = []
+    for protocol in protocols_from_env(environ):
+        if protocol == "ag-ui":
+            from hitl.api import ag_ui
+            routers.append(ag_ui.router)
+        else:
+            from hitl.api import a2a
+            routers.append(a2a.router)
+    return routers
+
+
+def protocols_from_env(environ: Mapping[str, str]) -> list[str]:
+    setting = environ.get("HITL_API_PROTOCOLS")
+    if setting is None or not setting.strip():
+        return [protocol for protocol in PROTOCOLS if installed(protocol)]
+    named = [name.strip().lower() for name in setting.split(",") if name.strip()]
+    if named == ["none"]:
+        return []
+    for name in named:
+        if name not in PROTOCOLS:
+            raise StartRefused(f"HITL_API_PROTOCOLS: {name!r} is not one of {', '.join(PROTOCOLS)} (or none)")
+        require(name, f"HITL_API_PROTOCOLS={setting.strip()}")
+    return list(dict.fromkeys(named))
 
 
 class NotFramed:
@@ -211,12 +247,13 @@ def serve(host: str | None = None, port: int | None = None) -> None:
     host = host or os.environ.get("HITL_API_HOST", "127.0.0.1")
     try:
         refuse_an_open_codec(host)
+        check_settings()  # HITL_QUERY_BUFFER_RETRY, read by every query the API sends
         for line in telemetry.start("hitl-api", "HITL_API_METRICS_PORT"):  # before the API's client connects
             print(f"api: {line}")
         app = create_app(bind_host=host)
         signing_key()  # a malformed key stops the server now; a local key file is made now
     except (TokenFileError, OpenIDConfigError, KeyConfigError, PolicyError, ChannelsError, StartRefused,
-            telemetry.TelemetryError) as error:
+            MissingExtra, ShortcutSettingError, telemetry.TelemetryError) as error:
         sys.exit(f"error: {error}")
     uvicorn.run(app, host=host, port=port or int(os.environ.get("HITL_API_PORT", "8000")))
 

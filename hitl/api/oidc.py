@@ -32,15 +32,16 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import urlsplit
 
-import httpx
-from joserfc import jwt
-from joserfc.errors import BadSignatureError, ClaimError, ExpiredTokenError, JoseError
-from joserfc.jwk import import_key
-
 from hitl.api.codec import is_loopback
+from hitl.extras import require
+
+# joserfc and httpx are the `sso` extra: imported where a token or key is read, which happens
+# only with HITL_OIDC_ISSUER set (`OpenIDProvider.from_env` checks they are installed).
+if TYPE_CHECKING:
+    import httpx
 
 REFETCH_SECONDS = 10  # an unknown key id fetches the key set again at most this often
 KEYS_MAX_AGE = 300  # the key set is fetched again at most this long after it was, whatever its max-age
@@ -96,6 +97,9 @@ class SigningKeys:
     def from_jwks(cls, document: Any, fetched_at: float, max_age: float) -> SigningKeys:
         if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
             raise ProviderUnavailable("the provider's jwks_uri did not answer a JSON key set {\"keys\": [...]}")
+        from joserfc.errors import JoseError
+        from joserfc.jwk import import_key
+
         keys: dict[str | None, tuple[Any, str]] = {}
         for jwk in document["keys"]:
             if not isinstance(jwk, dict) or jwk.get("use", "sig") != "sig" or jwk.get("kty") == "oct":
@@ -138,6 +142,7 @@ class OpenIDProvider:
         issuer = os.environ.get("HITL_OIDC_ISSUER", "").strip()
         if not issuer:
             return None
+        require("sso", "HITL_OIDC_ISSUER")
         audience = os.environ.get("HITL_OIDC_AUDIENCE", "").strip()
         if not audience:
             raise OpenIDConfigError("HITL_OIDC_ISSUER is set but HITL_OIDC_AUDIENCE is not: name the audience the "
@@ -161,6 +166,9 @@ class OpenIDProvider:
         key, key_algorithm = await self.key_for(header.get("kid"))
         if algorithm != key_algorithm:
             raise TokenRefused(f"token refused: algorithm {algorithm!r} is not the one its key signs with ({key_algorithm})")
+        from joserfc import jwt
+        from joserfc.errors import BadSignatureError, JoseError
+
         try:
             claims = jwt.decode(token, key, algorithms=[key_algorithm]).claims
         except BadSignatureError:
@@ -174,6 +182,9 @@ class OpenIDProvider:
         for name in TIME_CLAIMS:
             if name in claims and not is_numeric_date(claims[name]):
                 raise TokenRefused(f"token refused: its {name} is not a number of seconds (NumericDate)")
+        from joserfc import jwt
+        from joserfc.errors import ClaimError, ExpiredTokenError
+
         registry = jwt.JWTClaimsRegistry(
             now=lambda: int(self.clock()), leeway=self.leeway,
             iss={"essential": True, "value": self.issuer}, aud={"essential": True, "value": self.audience},
@@ -248,6 +259,8 @@ class OpenIDProvider:
     async def endpoint(self, name: str) -> str:
         """An endpoint the discovery document names (`jwks_uri`, `authorization_endpoint`, ...)."""
         if self.discovery is None:
+            import httpx
+
             async with httpx.AsyncClient(timeout=FETCH_TIMEOUT) as http:
                 discovery = await fetched_json(http, self.issuer.rstrip("/") + "/.well-known/openid-configuration")
             if not isinstance(discovery, dict) or discovery.get("issuer") != self.issuer:
@@ -260,6 +273,8 @@ class OpenIDProvider:
         return url
 
     async def fetch_keys(self) -> None:
+        import httpx
+
         jwks_uri = await self.endpoint("jwks_uri")
         async with httpx.AsyncClient(timeout=FETCH_TIMEOUT) as http:
             document, cache_control = await fetched_json_and_cache_control(http, jwks_uri)
@@ -307,6 +322,8 @@ async def fetched_json(http: httpx.AsyncClient, url: str) -> Any:
 
 
 async def fetched_json_and_cache_control(http: httpx.AsyncClient, url: str) -> tuple[Any, str | None]:
+    import httpx
+
     try:
         answer = await http.get(url, headers={"Accept": "application/json"})
         answer.raise_for_status()

@@ -22,19 +22,21 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
-from slack_sdk import WebClient
-from slack_sdk.errors import SlackClientError
-from slack_sdk.signature import SignatureVerifier
 
 from hitl.api.calls import decide
 from hitl.api.guard import grant_on_call
 from hitl.channels import Channels
+from hitl.extras import require
 from workflows.limits import clip
+
+if TYPE_CHECKING:
+    from slack_sdk import WebClient
+    from slack_sdk.signature import SignatureVerifier
 
 log = logging.getLogger("hitl.slack")
 router = APIRouter(prefix="/channels/slack", tags=["channels"])
@@ -77,6 +79,8 @@ class SlackDoor:
         return None
 
     async def call(self, method: str, **arguments: Any) -> dict[str, Any]:
+        from slack_sdk.errors import SlackClientError  # the `slack` extra, there when this door is
+
         try:
             return (await asyncio.to_thread(self.client.api_call, method, json=arguments)).data  # type: ignore[return-value]
         except (SlackClientError, OSError) as error:
@@ -92,8 +96,13 @@ class SlackDoor:
 
 
 def slack_door(channels: Channels, environ: Mapping[str, str]) -> SlackDoor | None:
+    """Slack's door when HITL_CHANNELS has `slack`: its library (the `slack` extra) is imported only then."""
     if channels.slack is None:
         return None
+    require("slack", "HITL_CHANNELS slack")
+    from slack_sdk import WebClient
+    from slack_sdk.signature import SignatureVerifier
+
     return SlackDoor(SignatureVerifier(environ[channels.slack.signing_secret_env]),
                      {where.slack: person for person, where in channels.people.items() if where.slack},
                      WebClient(token=environ[channels.slack.bot_token_env], base_url=channels.slack.api_url, timeout=10))

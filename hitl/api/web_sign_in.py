@@ -27,7 +27,6 @@ import time
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
-import httpx
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 
@@ -192,6 +191,8 @@ def sign_in_not_started_here() -> Response:
 
 async def exchanged(web: WebSignIn, request: Request, code: str, verifier: str) -> str:
     """The access token the provider gives for the code (and this sign-in's PKCE verifier)."""
+    import httpx  # the `sso` extra, there when sign-in is configured (hitl/api/oidc.py)
+
     token_endpoint = await web.provider.endpoint("token_endpoint")
     try:
         async with httpx.AsyncClient(timeout=FETCH_TIMEOUT) as http:

@@ -24,6 +24,8 @@ from temporalio.api.workflowservice.v1 import QueryWorkflowRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError, WorkflowQueryRejectedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from hitl.sdk_shortcuts import QUERY_BUFFER_RETRY, enabled
+
 BUFFER_FULL = "consistent query buffer is full"
 FIRST_PAUSE, LONGEST_PAUSE = 0.005, 0.1
 RPC = timedelta(seconds=10)
@@ -38,7 +40,9 @@ class Ask(Protocol):
 
 async def query_now(client: Client, session_id: str, name: str, arg: Any = None, *, rpc_timeout: timedelta = RPC) -> Any:
     """`client.get_workflow_handle(session_id).query(name, arg)`, the newest run's answer, asked
-    again at once while the server's query buffer is full."""
+    again at once while the server's query buffer is full (unless HITL_QUERY_BUFFER_RETRY is off)."""
+    if not enabled(QUERY_BUFFER_RETRY):
+        return await sdk_query(client, session_id, name, arg, rpc_timeout)
     request = QueryWorkflowRequest(namespace=client.namespace, execution=WorkflowExecution(workflow_id=session_id),
                                    query=WorkflowQuery(query_type=name))
     if arg is not None:
@@ -58,12 +62,16 @@ async def query_now(client: Client, session_id: str, name: str, arg: Any = None,
                 continue
             if error.status == RPCStatusCode.INVALID_ARGUMENT:  # as the SDK reads it: the query failed
                 raise WorkflowQueryFailedError(error.message) from None
-            handle = client.get_workflow_handle(session_id)  # anything else: the SDK's call, retries and all
-            return await (handle.query(name, rpc_timeout=rpc_timeout) if arg is None
-                          else handle.query(name, arg, rpc_timeout=rpc_timeout))
+            return await sdk_query(client, session_id, name, arg, rpc_timeout)  # anything else: the SDK's, retries and all
     if response.HasField("query_rejected"):
         status = response.query_rejected.status
         raise WorkflowQueryRejectedError(WorkflowExecutionStatus(status) if status else None)
     if not response.query_result.payloads:
         return None
     return (await client.data_converter.decode(response.query_result.payloads))[0]
+
+
+async def sdk_query(client: Client, session_id: str, name: str, arg: Any, rpc_timeout: timedelta) -> Any:
+    handle = client.get_workflow_handle(session_id)
+    return await (handle.query(name, rpc_timeout=rpc_timeout) if arg is None
+                  else handle.query(name, arg, rpc_timeout=rpc_timeout))

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from bench.load import Deadlines, run_load, start_worker
+from tests.support.load import Deadlines, run_load
+from tests.support.worker_processes import start_worker
 from hitl.client.inbox import LIMIT
 from tests.support.sessions import PATIENCE
 

@@ -18,7 +18,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from activities.tools import tool
-from bench.scripted_model import LongTurnModel, fingerprint
+from tests.support.scripted_model import LongTurnModel, fingerprint
 from hitl.client.sessions import measure_history, read_all
 from tests.support.sessions import Agent, assert_well_formed, eventually, pending_items, query, running_agent, settled
 from workflows.conversation import ChatMessage, placeholder

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import pytest
 from temporalio.api.common.v1 import Payloads, WorkflowExecution
 from temporalio.api.query.v1 import WorkflowQuery
 from temporalio.api.workflowservice.v1 import QueryWorkflowRequest
-from temporalio.client import Client, WorkflowQueryFailedError
+from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -77,3 +78,26 @@ async def test_an_unknown_session_or_query_fails_as_the_sdk_fails_them(env: Work
     with pytest.raises(RPCError) as unknown_session:
         await query_now(client, f"none-{uuid.uuid4().hex[:8]}", "count")
     assert unknown_session.value.status == RPCStatusCode.NOT_FOUND
+
+
+async def test_with_the_retry_turned_off_a_query_is_the_sdks_own_call(env: WorkflowEnvironment,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """HITL_QUERY_BUFFER_RETRY=off: the way out the day the SDK changes what query_now relies on."""
+    client, queue = env.client, f"slow-{uuid.uuid4().hex[:8]}"
+    sent_by_the_sdk: list[str] = []
+    sdks_query = WorkflowHandle.query
+
+    async def noted(self: WorkflowHandle, query: str, *args: Any, **kwargs: Any) -> Any:
+        sent_by_the_sdk.append(query)
+        return await sdks_query(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(WorkflowHandle, "query", noted)
+    async with Worker(client, task_queue=queue, workflows=[SlowToAccept]):
+        handle = await client.start_workflow(SlowToAccept.run, id=f"slow-{uuid.uuid4().hex[:8]}", task_queue=queue)
+        monkeypatch.setenv("HITL_QUERY_BUFFER_RETRY", "off")
+        assert await query_now(client, handle.id, "count") == 0
+        assert sent_by_the_sdk == ["count"]
+        monkeypatch.setenv("HITL_QUERY_BUFFER_RETRY", "on")
+        assert await query_now(client, handle.id, "count") == 0
+        assert sent_by_the_sdk == ["count"], "on, query_now sends its own request"
+        await handle.terminate("done")

@@ -2,7 +2,7 @@
 
 The model here is the offline one, taught one more sentence: "delegate researcher: <task> ||
 janitor: <task>" calls each agent's delegate tool in one reply, and once every answer is in
-it says them (bench/scripted_model.py's delegation_reply, which the throughput bench's root
+it says them (tests/support/scripted_model.py's delegation_reply, which the throughput bench's root
 plays too). A child's task is an ordinary request the offline model knows (search, delete).
 """
 
@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.offline_model import OfflineModel
 from hitl.api.gateway import chain_of
-from bench.scripted_model import delegation_reply
+from tests.support.scripted_model import delegation_reply
 from tests.integration.test_authorization import write_policy
 from tests.integration.test_cli import starter
 from tests.integration.test_people_workflow import proof_for, signing_key  # noqa: F401  (a fixture)

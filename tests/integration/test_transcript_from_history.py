@@ -20,7 +20,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from activities.tools import tool
-from bench.scripted_model import LongTurnModel
+from tests.support.scripted_model import LongTurnModel
 from hitl.client import run_history
 from hitl.client.run_history import read_transcript
 from hitl.client.sessions import measure_history, read_all, read_by_queries

@@ -11,8 +11,8 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType, VersioningBehavior
 from temporalio.testing import WorkflowEnvironment
 
-from bench.load import start_worker
-from bench.sticky import until_gone, until_polling
+from tests.support.worker_processes import start_worker
+from tests.support.worker_processes import until_gone, until_polling
 from tests.support.sessions import pending_items, settled
 from tests.support.stack import temporal_cli
 from workflows.agent import AgentWorkflow

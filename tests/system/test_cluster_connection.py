@@ -11,8 +11,8 @@ from typing import AsyncIterator
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from bench.load import start_worker
-from bench.sticky import until_polling
+from tests.support.worker_processes import start_worker
+from tests.support.worker_processes import until_polling
 from tests.support.sessions import eventually
 from tests.support.stack import run_starter
 from tests.support.tls_proxy import Certificates, TlsTerminatingProxy, make_certificates

@@ -17,8 +17,8 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from activities.workspace_identity import without_workspace
-from bench.load import start_worker
-from bench.sticky import approval_wait, until_polling
+from tests.support.worker_processes import start_worker
+from tests.support.worker_processes import approval_wait, until_polling
 from tests.support.sessions import eventually, pending_items, settled
 from tests.support.stack import Ran, run_product
 

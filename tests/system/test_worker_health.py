@@ -11,7 +11,7 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from bench.load import start_worker
+from tests.support.worker_processes import start_worker
 from tests.support.sessions import eventually
 from tests.support.stack import Ran, nobody_listens, run_product
 

@@ -42,3 +42,9 @@ async def test_an_endpoint_without_a_key_is_said_before_the_worker_connects() ->
     assert worker.returncode == 1, worker.stderr
     assert ("worker: warning: OPENAI_BASE_URL is set (http://localhost:11434/v1) but OPENAI_API_KEY is not, "
             "so the built-in offline model is used") in worker.stderr, worker.stderr
+
+
+async def test_a_setting_of_the_sdk_shortcuts_that_is_neither_on_nor_off_stops_the_worker_with_one_line() -> None:
+    worker = await run_product("worker.py", HITL_QUERY_BUFFER_RETRY="sometimes", TEMPORAL_ADDRESS=nobody_listens())
+    assert worker.returncode == 1 and "Traceback" not in worker.stderr, worker.stderr
+    assert worker.stderr.strip().splitlines() == ["worker: HITL_QUERY_BUFFER_RETRY must be on or off, not 'sometimes'"]

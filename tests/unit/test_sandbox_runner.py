@@ -60,6 +60,13 @@ def test_the_worker_answers_outside_the_sandbox_only_where_no_converter_reads_th
     assert type(workflow_runner(DATA_CONVERTER, sandbox=False)) is UnsandboxedWorkflowRunner
 
 
+def test_the_operator_turns_the_context_free_sandbox_off_with_one_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HITL_CONTEXT_FREE_SANDBOX", "off")
+    assert type(workflow_runner(DATA_CONVERTER)) is SandboxedWorkflowRunner
+    monkeypatch.setenv("HITL_CONTEXT_FREE_SANDBOX", "on")
+    assert type(workflow_runner(DATA_CONVERTER)) is ContextFreeSandbox
+
+
 def test_every_method_of_a_workflow_instance_is_answered_by_the_wrapper_itself(monkeypatch: pytest.MonkeyPatch) -> None:
     """A method the SDK adds to WorkflowInstance must not fall back to the base class's default
     in the wrapper: the worker then keeps the SDK's own runner."""
