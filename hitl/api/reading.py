@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable
 
+import anyio
 from fastapi import HTTPException
 
 from hitl.api.state import ApiState, StateUnavailable
@@ -67,7 +68,10 @@ class PerPerson:
             if not given_back:
                 given_back = True
                 try:
-                    await self.store.release(self.key(person))
+                    # Shielded: a stream's slot is given back as its client goes, while the
+                    # stream's task is being cancelled; a cancelled release would hold it for good.
+                    with anyio.CancelScope(shield=True):
+                        await self.store.release(self.key(person))
                 except StateUnavailable:
                     pass  # the count is forgotten `slot_seconds` after its last take
 
