@@ -82,7 +82,7 @@ async def session_answers(base: str, cookie: str) -> int:
 async def test_ana_signs_in_decides_and_follows_events_through_two_replicas_alternating(
         behind_proxy: tuple[Replicas, list[Api], RoundRobin], browser: Any) -> None:
     replicas, (first, second), proxy = behind_proxy
-    started = await first.start("olga", "please delete notes.txt", approvers={"delete_file": [ANA]})
+    started = await first.start("olga", "please delete notes.txt", approvers={"delete_file": [ANA]}, participants=[ANA])
     session, call = started["session_id"], started["pending"][0]["call_id"]
 
     await asyncio.to_thread(browser.get, proxy.base + "/")
@@ -103,6 +103,7 @@ async def test_ana_signs_in_decides_and_follows_events_through_two_replicas_alte
 
     await until(browser, click(f'button.item[data-session="{session}"]'))
     await until(browser, lambda b: b.find_element("id", "stream-state").text == "(live)")
+    await until(browser, lambda b: b.find_elements("css selector", '#events li[data-type="pause_opened"]'))
     card = f'.pending-item[data-call="{call}"]'
     await until(browser, click(f"{card} button.approve:not(.confirm-edit)"))
     await until(browser, lambda b: b.find_element("id", "decision-result").text == "approve: approved")
