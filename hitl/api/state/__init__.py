@@ -14,17 +14,11 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol
 
+from hitl.api.state.errors import StateConfigError, StateUnavailable
 from hitl.api.state.memory import MemoryState
 
 SETTING = "HITL_API_STATE"
-
-
-class StateUnavailable(RuntimeError):
-    """The shared store did not answer; the message says so in one line (a 503)."""
-
-
-class StateConfigError(ValueError):
-    """HITL_API_STATE names no store this API can use (the server stops with the reason)."""
+__all__ = ["ApiState", "MemoryState", "StateConfigError", "StateUnavailable", "state_from_env", "state_of"]
 
 
 class ApiState(Protocol):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Awaitable
 from urllib.parse import urlsplit
 
-from hitl.api.state import StateUnavailable
+from hitl.api.state.errors import StateUnavailable
 
 PREFIX = "hitl:"
 TIMEOUT_SECONDS = 2.0
