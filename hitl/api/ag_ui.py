@@ -64,7 +64,7 @@ async def run_agent(request: Request, body: dict[str, Any] = Body(...), person: 
     if options is not None and not isinstance(options, dict):
         raise HTTPException(422, "forwardedProps.session, when given, is the workflow input to start the session with")
     encoder = EventEncoder(accept=request.headers.get("accept") or "text/event-stream")
-    give_back = request.app.state.streams.take(person)  # a run is a stream: 429 beyond the person's open streams
+    give_back = await request.app.state.streams.take(person)  # a run is a stream: 429 beyond the person's open streams
     events = run_events(request, run, Reader.of(who, bearer_token(authorization)), options or {})
     return StreamingResponse((encoder.encode(event) async for event in events), media_type=encoder.get_content_type(),
                              headers=UNBUFFERED, background=BackgroundTask(give_back))
@@ -167,6 +167,10 @@ async def stopped_or_settled(request: Request, session_id: str, before: int) -> 
     return {"status": status, "pending": await run_query(request, session_id, PENDING)}
 
 
+async def nothing_to_give_back() -> None:
+    """The run's stream slot is given back by the route (`background`), not by the stream."""
+
+
 async def followed(client: Client, request: Request, run: RunAgentInput, before: int, reader: Reader,
                    ending: Awaitable[Ending]) -> AsyncIterator[BaseEvent]:
     """The session's events after `before` as AG-UI events, until the turn has stopped and every
@@ -175,7 +179,7 @@ async def followed(client: Client, request: Request, run: RunAgentInput, before:
     session_id = run.thread_id
     # The calls a resume answers were announced by the run that paused: the client has them.
     translate = Translator(session_id, opened={entry.interrupt_id for entry in run.resume or []})
-    source = cast(AsyncGenerator[Any, None], stream(request, client, session_id, before, reader, lambda: None))
+    source = cast(AsyncGenerator[Any, None], stream(request, client, session_id, before, reader, nothing_to_give_back))
     end_task: asyncio.Task[Ending] = asyncio.ensure_future(ending)
     next_task: asyncio.Future[Any] | None = None
     seen, last = before, None

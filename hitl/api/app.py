@@ -3,8 +3,9 @@
 Routers live beside this file, one per resource (sessions, calls, inbox, events,
 the web page, the codec, A2A's door); this module only assembles them with what every route
 shares: the Temporal connection, the tokens file, the operator's policy, the
-decision-signing key, the limits on reading, and the answers every response
-gets (503 while Temporal is unreachable, no framing).
+decision-signing key, the limits on reading, the state shared between requests
+(hitl/api/state/), and the answers every response gets (503 while Temporal or
+that state is unreachable, no framing).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from hitl.api.oidc import OpenIDConfigError, OpenIDProvider
 from hitl.api.web_sign_in import WebSignIn
 from hitl.api.owned_sessions import SessionsPerPerson
 from hitl.api.reading import limits_from_env
+from hitl.api.state import ApiState, StateConfigError, StateUnavailable, state_from_env
 from hitl.channels import ChannelsError, channels_from_env
 from hitl.decision_keys import KeyConfigError
 from hitl.extras import MissingExtra, installed, require
@@ -84,6 +86,7 @@ def create_app(
     web_sign_in: WebSignIn | None | str = "from HITL_OIDC_CLIENT_ID",
     bind_host: str | None = None,
     slack_door: slack.SlackDoor | None | str = "from HITL_CHANNELS",
+    api_state: ApiState | str = "from HITL_API_STATE",
 ) -> FastAPI:
     """The app; `client`, `task_queue`, `policy` and `slack_door` default to the environment's (tests
     pass their own). A malformed HITL_API_TOKENS, HITL_POLICY or HITL_CHANNELS file (or single sign-on
@@ -99,14 +102,15 @@ def create_app(
     app.state.web_sign_in = WebSignIn.from_env(app.state.openid) if isinstance(web_sign_in, str) else web_sign_in
     app.state.policy = operator_policy() if isinstance(policy, str) else policy
     app.state.temporal = Temporal(client=client, task_queue=task_queue)
-    app.state.reads, app.state.streams, app.state.closed_reads = limits_from_env()
+    app.state.api_state = state_from_env() if isinstance(api_state, str) else api_state
+    app.state.reads, app.state.streams, app.state.closed_reads = limits_from_env(app.state.api_state)
     app.state.sessions_per_person = SessionsPerPerson.from_env()
     app.state.codec_door = CodecDoor.from_env(bind_host, ui_origins())
     app.state.signer = lru_cache(maxsize=1)(signing_key)
-    app.state.tickets = StreamTickets(lambda: ticket_secret(seed_of(app.state.signer()[1])))
+    app.state.tickets = StreamTickets(lambda: ticket_secret(seed_of(app.state.signer()[1])), store=app.state.api_state)
     app.state.feeds = events.Feeds()
     app.state.slack = slack.slack_door(channels_from_env(), os.environ) if isinstance(slack_door, str) else slack_door
-    app.state.used_links = decide_links.UsedLinks()
+    app.state.used_links = decide_links.UsedLinks(app.state.api_state)
     app.state.decision_metrics = stats.DecisionMetrics()  # counts decisions made from now on (GET /metrics)
     app.add_middleware(
         CORSMiddleware,
@@ -137,10 +141,20 @@ def create_app(
         logging.getLogger("hitl.api").error("unexpected error", exc_info=error)
         return JSONResponse({"detail": "internal error"}, status_code=500)
 
+    @app.exception_handler(StateUnavailable)
+    async def state_unreachable(request: Request, error: Exception) -> JSONResponse:
+        """What the route needed of the shared state (a sign-in, a ticket, a limit) could not be
+        read or kept: 503 with the one line, never an answer from this process's memory instead."""
+        return JSONResponse({"detail": str(error)}, status_code=503, headers={"Retry-After": "5"})
+
     @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict[str, object]:
-        """The process probe, for load balancers and docker-compose health checks: no Temporal call."""
-        return {"ok": True, "encryption": app.state.codec is not None}
+    async def healthz() -> JSONResponse:
+        """The process probe, for load balancers and docker-compose health checks: no Temporal call;
+        unhealthy (503) while the API's shared state does not answer."""
+        problem = await app.state.api_state.problem()
+        if problem is not None:
+            return JSONResponse({"ok": False, "problem": problem}, status_code=503)
+        return JSONResponse({"ok": True, "encryption": app.state.codec is not None})
 
     @app.get("/readyz", tags=["health"])
     async def readyz() -> JSONResponse:
@@ -251,9 +265,10 @@ def serve(host: str | None = None, port: int | None = None) -> None:
         for line in telemetry.start("hitl-api", "HITL_API_METRICS_PORT"):  # before the API's client connects
             print(f"api: {line}")
         app = create_app(bind_host=host)
+        print(f"api: state kept in {app.state.api_state.describe()}")
         signing_key()  # a malformed key stops the server now; a local key file is made now
     except (TokenFileError, OpenIDConfigError, KeyConfigError, PolicyError, ChannelsError, StartRefused,
-            MissingExtra, ShortcutSettingError, telemetry.TelemetryError) as error:
+            MissingExtra, ShortcutSettingError, StateConfigError, telemetry.TelemetryError) as error:
         sys.exit(f"error: {error}")
     uvicorn.run(app, host=host, port=port or int(os.environ.get("HITL_API_PORT", "8000")))
 

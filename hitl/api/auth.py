@@ -36,6 +36,8 @@ from fastapi import Depends, Header, HTTPException, Request
 
 from hitl.api.followed import Followed, now
 from hitl.api.oidc import Identity, OpenIDProvider, ProviderUnavailable, TokenRefused, looks_like_jwt
+from hitl.api.state import ApiState
+from hitl.api.state.memory import MemoryState
 
 TICKET_SECONDS = 60
 
@@ -108,7 +110,7 @@ async def identity(request: Request, authorization: str | None = Header(default=
     book = tokens_of(request)
     provider = openid_provider(request)
     web = getattr(request.app.state, "web_sign_in", None)
-    if authorization is None and web is not None and (signed_in_page := web.identity_of(request)) is not None:
+    if authorization is None and web is not None and (signed_in_page := await web.identity_of(request)) is not None:
         try:  # the web inbox, signed in through the provider
             return signed_in(request, apart_from_the_token_file(request, signed_in_page))
         except TokenRefused as refused:
@@ -160,10 +162,12 @@ async def caller(who: Identity = Depends(identity)) -> str:
 class StreamTickets:
     """Issue and check stream tickets: `<person b64>.<session b64>.<expiry>.<credential expiry>.<groups b64>.<page>.<hmac>`."""
 
-    def __init__(self, secret: Callable[[], bytes], clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, secret: Callable[[], bytes], clock: Callable[[], float] = time.time,
+                 store: ApiState | None = None) -> None:
         self.secret = secret  # read on first use: the signing key may be created then
         self.clock = clock
-        self.used: dict[str, int] = {}  # MAC -> expiry: a ticket opens one stream (per API process)
+        # The digests of used tickets, until they expire: a ticket opens one stream, on any replica.
+        self.store: ApiState = store if store is not None else MemoryState()
 
     def issue(self, person: str, session_id: str, until: float | None = None, groups: tuple[str, ...] = (),
               page: str | None = None) -> tuple[str, int]:
@@ -176,7 +180,7 @@ class StreamTickets:
                          _b64(json.dumps(list(groups))), page or ""])
         return f"{body}.{self._mac(body)}", expires
 
-    def redeem(self, ticket: str, session_id: str) -> Identity | None:
+    async def redeem(self, ticket: str, session_id: str) -> Identity | None:
         """The ticket's person (with its credential's groups and expiry) when it is genuine, unexpired, unused and
         made for this session; the ticket is used up by it."""
         body, _, mac = ticket.rpartition(".")
@@ -191,10 +195,10 @@ class StreamTickets:
         except ValueError:
             return None
         now = self.clock()
-        if session != session_id or at_most < now or mac in self.used:
+        if session != session_id or at_most < now:
             return None
-        self.used = {spent: expiry for spent, expiry in self.used.items() if expiry >= now}
-        self.used[mac] = at_most
+        if not await self.store.add_once(f"ticket:{hashlib.sha256(mac.encode()).hexdigest()}", at_most - now + 1):
+            return None
         return Identity(person, groups, credential_expires, page or None)
 
     def _mac(self, body: str) -> str:

@@ -17,14 +17,14 @@ forging site cannot know (256 bits of HMAC). A cross-site POST without it is an
 altered link.
 
 Single use: the first decision made from a mail uses up every link of that mail
-(`UsedLinks`, in this API process). After an API restart the memory is gone,
-and the session is what refuses: a call once settled refuses every decision
-(the page says who settled it and how), and one person's approval counts once.
+(`UsedLinks`, in the API's state: every replica's, hitl/api/state/). Should that
+be forgotten (memory state and a restart), the session is what refuses: a call
+once settled refuses every decision (the page says who settled it and how), and
+one person's approval counts once.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
@@ -35,38 +35,40 @@ from hitl.api.calls import decide
 from hitl.api.decide_page import confirm, decided, refused
 from hitl.api.gateway import refuse_other_chain
 from hitl.api.guard import Grant, grant_on_call, pending_item, session_facts
+from hitl.api.state import ApiState
 from hitl.decision_keys import link_key_of
 from hitl.email_links import LinkClaims, LinkRefused, call_of, read_link_token
 
 router = APIRouter(tags=["email links"])
 
 
+# A decision from a mail takes at most this long; a replica that died making one frees its mail then.
+DECIDING_SECONDS = 120
+USED = "used"
+
+
 class UsedLinks:
-    """The mails whose decision was made (or is being made) through this API process."""
+    """The mails whose decision was made (kept until their links expire) or is being made."""
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.used: dict[str, int] = {}  # mail id -> its links' expiry
-        self.deciding: set[str] = set()
+    def __init__(self, store: ApiState) -> None:
+        self.store = store
 
-    def was_used(self, mail: str) -> bool:
-        return mail in self.used
+    @staticmethod
+    def key(mail: str) -> str:
+        return f"mail:{mail}"
 
-    def take(self, mail: str) -> bool:
+    async def was_used(self, mail: str) -> bool:
+        return await self.store.get(self.key(mail)) == USED
+
+    async def take(self, mail: str) -> bool:
         """Whether this request may decide from the mail: neither used nor being used by another."""
-        with self.lock:
-            now = time.time()
-            self.used = {kept: until for kept, until in self.used.items() if until > now}
-            if mail in self.used or mail in self.deciding:
-                return False
-            self.deciding.add(mail)
-            return True
+        return await self.store.add_once(self.key(mail), DECIDING_SECONDS)
 
-    def done(self, mail: str, expires: int, decided: bool) -> None:
-        with self.lock:
-            self.deciding.discard(mail)
-            if decided:
-                self.used[mail] = expires
+    async def done(self, mail: str, expires: int, decided: bool) -> None:
+        if decided:
+            await self.store.put(self.key(mail), USED, max(expires - time.time(), 1))
+        else:
+            await self.store.delete(self.key(mail))
 
 
 def claims_of(request: Request, token: str) -> LinkClaims:
@@ -104,7 +106,7 @@ async def used_refusal(request: Request, claims: LinkClaims) -> LinkRefused:
 
 async def granted(request: Request, claims: LinkClaims) -> Grant:
     """The API's own grant for the link's person on its call, and the arguments the mail showed."""
-    if request.app.state.used_links.was_used(claims.mail):
+    if await request.app.state.used_links.was_used(claims.mail):
         raise await used_refusal(request, claims)
     try:
         grant = await grant_on_call(request, claims.session_id, claims.call_id, claims.person, claims.verb,
@@ -139,7 +141,7 @@ async def decide_by_link(token: str, request: Request) -> HTMLResponse:
     try:
         claims = claims_of(request, token)
         await in_its_chain(request, claims)
-        if not used.take(claims.mail):
+        if not await used.take(claims.mail):
             raise await used_refusal(request, claims)
     except LinkRefused as refusal:
         return refused(refusal.status, str(refusal))
@@ -154,7 +156,7 @@ async def decide_by_link(token: str, request: Request) -> HTMLResponse:
     except HTTPException as refusal:
         return refused(refusal.status_code, str(refusal.detail))
     finally:
-        used.done(claims.mail, claims.expires, made)
+        await used.done(claims.mail, claims.expires, made)
     assert grant.item is not None
     return decided(claims, grant.item)
 

@@ -23,7 +23,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -35,7 +35,8 @@ from hitl.api.auth import TICKET_SECONDS, bearer_token, identity, signed_in, tok
 from hitl.api.oidc import Identity
 from hitl.api.gateway import temporal
 from hitl.api.guard import Grant, allowed, facts_of, policy_of, refuse_unless
-from hitl.api.stream_access import SIGN_IN_EXPIRED, Reader, SettledCalls
+from hitl.api.state import StateUnavailable, state_of
+from hitl.api.stream_access import SIGN_IN_EXPIRED, UNCHECKED, Reader, SettledCalls
 from hitl.client.events import FASTEST, PAGE, SLOWEST, EventsUnavailable, SessionEvent, follow_event_batches, gap, read_events
 
 router = APIRouter(prefix="/sessions/{session_id}/events", tags=["events"])
@@ -146,7 +147,7 @@ async def stream_reader(
     authorization: str | None = Header(default=None),
 ) -> Reader:
     if ticket is not None:
-        redeemed = request.app.state.tickets.redeem(ticket, session_id)
+        redeemed = await request.app.state.tickets.redeem(ticket, session_id)
         if redeemed is None:
             raise HTTPException(401, "the stream ticket is invalid, expired, used already, or for another session")
         return Reader(signed_in(request, redeemed).person, expires_at=redeemed.expires_at, page=redeemed.page)
@@ -199,16 +200,26 @@ def until_expiry(reader: Reader) -> float | None:
     return None if reader.expires_at is None else max(reader.expires_at - time.time(), 0)
 
 
+async def still_signed_in(request: Request, reader: Reader) -> bool:
+    """Whether the web sign-in the reader's stream was opened through is live (False for none)."""
+    web = getattr(request.app.state, "web_sign_in", None)
+    if reader.page is None or web is None:
+        return False
+    return bool(await web.still_signed_in(state_of(request), reader.page))
+
+
 async def stream(request: Request, client: Client, session_id: str, after: int, reader: Reader,
-                 give_back: Callable[[], None]) -> AsyncIterator[ServerSentEvent]:
+                 give_back: Callable[[], Awaitable[None]]) -> AsyncIterator[ServerSentEvent]:
     """Holds one of the person's stream slots (taken by the route) until the stream ends. Before
     each batch the reader's access is asked again, with the policy and tokens the API has now."""
     feeds: Feeds = request.app.state.feeds
 
-    def refusal(facts: SessionFacts | None) -> str | None:
-        web = getattr(request.app.state, "web_sign_in", None)
-        return reader.refusal(facts, policy_of(request), tokens_of(request), time.time(),
-                              web.still_signed_in if web is not None else lambda page: False)
+    async def refusal(facts: SessionFacts | None) -> str | None:
+        try:
+            live = await still_signed_in(request, reader)
+        except StateUnavailable:
+            return UNCHECKED
+        return reader.refusal(facts, policy_of(request), tokens_of(request), time.time(), lambda page: live)
 
     feed, queue = feeds.join(client, session_id)
     try:
@@ -220,7 +231,7 @@ async def stream(request: Request, client: Client, session_id: str, after: int, 
             async for page in backlog(client, session_id, after):
                 own.note(page)
                 # Read after the page, as the feed reads after a batch (Feed.run says why).
-                if (why := refusal(await facts_now(handle, own))) is not None:
+                if (why := await refusal(await facts_now(handle, own))) is not None:
                     yield ending(why, access_ended=True)
                     return
                 for event in page:
@@ -233,7 +244,7 @@ async def stream(request: Request, client: Client, session_id: str, after: int, 
             try:
                 batch = await asyncio.wait_for(queue.get(), until_expiry(reader))
             except asyncio.TimeoutError:  # the reader's sign-in expired while nothing happened
-                yield ending(refusal(feed.facts) or SIGN_IN_EXPIRED, access_ended=True)
+                yield ending(await refusal(feed.facts) or SIGN_IN_EXPIRED, access_ended=True)
                 return
             if batch is END:
                 yield ending(feed.problem)
@@ -241,7 +252,7 @@ async def stream(request: Request, client: Client, session_id: str, after: int, 
             fresh = [event for event in batch if event.type == "resync" or event.id > sent]
             if not fresh:
                 continue
-            if (why := refusal(feed.facts)) is not None:
+            if (why := await refusal(feed.facts)) is not None:
                 yield ending(why, access_ended=True)
                 return
             for event in fresh:
@@ -249,7 +260,7 @@ async def stream(request: Request, client: Client, session_id: str, after: int, 
                 yield as_sse(event)
     finally:
         feeds.leave(feed, queue)
-        give_back()
+        await give_back()
 
 
 @router.get("")
@@ -271,7 +282,7 @@ async def events(
         except ValueError:
             raise HTTPException(422, "Last-Event-ID must be an event id (an integer)") from None
     client = await temporal(request).get()
-    give_back = request.app.state.streams.take(grant.person)  # 429 beyond the person's open streams
+    give_back = await request.app.state.streams.take(grant.person)  # 429 beyond the person's open streams
     # Given back when the stream ends, or after the response if the stream never began.
     return EventSourceResponse(stream(request, client, session_id, max(after or 0, 0), reader, give_back),
                                ping=PING_SECONDS, background=BackgroundTask(give_back))

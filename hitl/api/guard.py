@@ -143,7 +143,7 @@ def allowed(action: Action, calls_below: bool = False) -> Callable[..., Any]:
         if action != "read":
             yield await granted(request, session_id, person, action)
             return
-        with request.app.state.reads.slot(person):
+        async with request.app.state.reads.slot(person):
             if "/" in session_id:  # a child's, on the read routes that take one (hitl/api/sessions.py)
                 yield Grant(person, await child_facts(request, session_id, person))
                 return

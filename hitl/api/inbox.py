@@ -46,7 +46,7 @@ async def inbox(
     policy = policy_of(request)
     query = visibility_query(await gateway.queue()) + approvers_filter(person, policy)
     try:
-        with request.app.state.reads.slot(person):  # one of the person's reads (hitl/api/reading.py)
+        async with request.app.state.reads.slot(person):  # one of the person's reads (hitl/api/reading.py)
             rows = await listed(client, query)
     except RPCError as error:
         if error.status == RPCStatusCode.INVALID_ARGUMENT and "Hitl" in error.message:

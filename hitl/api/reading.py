@@ -5,20 +5,29 @@ A read of a session the worker no longer caches makes it replay the history
 person has a few reads in flight at most and a few open event streams (429
 beyond, with the limit in the reason), and a closed run, which never changes,
 is answered from a small LRU keyed by (session, run): a reset makes a new run,
-so a new key. Limits are per API process: several replicas allow each their own.
+so a new key. The counts live in the API's state (hitl/api/state/): with
+`HITL_API_STATE` in Redis, every replica counts against the same limit.
 """
 
 from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from contextlib import contextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, AsyncIterator, Awaitable, Callable
 
+import anyio
 from fastapi import HTTPException
 
+from hitl.api.state import ApiState, StateUnavailable
+from hitl.api.state.memory import MemoryState
 from workflows.limits import json_size
+
+# A count is forgotten this long after the person's last take: slots a replica held when it died
+# come back then. A read lasts seconds; a stream may stay open for hours.
+READ_SLOT_SECONDS = 300
+STREAM_SLOT_SECONDS = 3600
 
 
 def setting(name: str, default: int) -> int:
@@ -28,43 +37,45 @@ def setting(name: str, default: int) -> int:
 
 @dataclass
 class PerPerson:
-    """At most `limit` of one kind of request in flight per person."""
+    """At most `limit` of one kind of request in flight per person, counted in the API's state."""
 
     kind: str
     limit: int
     setting: str
-    held: dict[str, int] = field(default_factory=dict)
+    store: ApiState = field(default_factory=MemoryState)
+    slot_seconds: float = READ_SLOT_SECONDS
 
-    @contextmanager
-    def slot(self, person: str) -> Iterator[None]:
-        give_back = self.take(person)
+    def key(self, person: str) -> str:
+        return f"held:{self.setting}:{person}"
+
+    @asynccontextmanager
+    async def slot(self, person: str) -> AsyncIterator[None]:
+        give_back = await self.take(person)
         try:
             yield
         finally:
-            give_back()
+            await give_back()
 
-    def take(self, person: str) -> Callable[[], None]:
+    async def take(self, person: str) -> Callable[[], Awaitable[None]]:
         """One slot, or 429; the answer gives it back (once, however often it is called)."""
-        if self.held.get(person, 0) >= self.limit:
+        if not await self.store.acquire(self.key(person), self.limit, self.slot_seconds):
             raise HTTPException(429, f"{person} already has {self.limit} {self.kind} open, the most one person may "
                                      f"({self.setting}); wait for one to finish", headers={"Retry-After": "1"})
-        self.held[person] = self.held.get(person, 0) + 1
         given_back = False
 
-        def give_back() -> None:
+        async def give_back() -> None:
             nonlocal given_back
             if not given_back:
                 given_back = True
-                self.give_back(person)
+                try:
+                    # Shielded: a stream's slot is given back as its client goes, while the
+                    # stream's task is being cancelled; a cancelled release would hold it for good.
+                    with anyio.CancelScope(shield=True):
+                        await self.store.release(self.key(person))
+                except StateUnavailable:
+                    pass  # the count is forgotten `slot_seconds` after its last take
 
         return give_back
-
-    def give_back(self, person: str) -> None:
-        left = self.held.get(person, 0) - 1
-        if left > 0:
-            self.held[person] = left
-        else:
-            self.held.pop(person, None)
 
 
 @dataclass
@@ -97,9 +108,11 @@ class ClosedReads:
             self.size -= self.answers.popitem(last=False)[1][1]
 
 
-def limits_from_env() -> tuple[PerPerson, PerPerson, ClosedReads]:
+def limits_from_env(store: ApiState | None = None) -> tuple[PerPerson, PerPerson, ClosedReads]:
+    shared = store if store is not None else MemoryState()
     return (
-        PerPerson("reads", setting("HITL_API_READS_PER_PERSON", 8), "HITL_API_READS_PER_PERSON"),
-        PerPerson("event streams", setting("HITL_API_STREAMS_PER_PERSON", 10), "HITL_API_STREAMS_PER_PERSON"),
+        PerPerson("reads", setting("HITL_API_READS_PER_PERSON", 8), "HITL_API_READS_PER_PERSON", shared),
+        PerPerson("event streams", setting("HITL_API_STREAMS_PER_PERSON", 10), "HITL_API_STREAMS_PER_PERSON", shared,
+                  STREAM_SLOT_SECONDS),
         ClosedReads(setting("HITL_API_CLOSED_CACHE", 256), setting("HITL_API_CLOSED_CACHE_BYTES", 64_000_000)),
     )

@@ -4,7 +4,7 @@ A click decides as a decision through the API does (docs/interface.md, "Decision
 
 Slack signs each request with the app's signing secret (`X-Slack-Signature`, v0 = HMAC-SHA256 of
 `v0:{timestamp}:{body}`): one that does not verify, is more than five minutes from now, or was
-already taken once is refused (401) before anything is read from it. The clicking Slack user is
+already taken once (by any replica sharing the API's state, hitl/api/state/) is refused (401) before anything is read from it. The clicking Slack user is
 the person `people` maps them to; anyone unmapped is refused and told privately (an ephemeral
 message). Then the same checks as a bearer's decision (hitl/api/guard.py, grant_on_call) and the
 same `decide()` with `via="slack"`: the session itself judges approvers, N-of-M, four eyes, the
@@ -18,10 +18,11 @@ A button (and the modal it opens) names the session's chain of runs it was shown
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import parse_qs
 
@@ -30,6 +31,7 @@ from fastapi.responses import JSONResponse
 
 from hitl.api.calls import decide
 from hitl.api.guard import grant_on_call
+from hitl.api.state import ApiState, state_of
 from hitl.channels import Channels
 from hitl.extras import require
 from workflows.limits import clip
@@ -42,7 +44,6 @@ log = logging.getLogger("hitl.slack")
 router = APIRouter(prefix="/channels/slack", tags=["channels"])
 PATH = "/channels/slack/interactions"
 WINDOW_SECONDS = 5 * 60
-SEEN_AT_MOST = 100_000
 EDIT_VIEW = "hitl_edit"
 ARGS_BLOCK, ARGS_INPUT = "hitl_args", "args"
 MODAL_ARGS_CHARS = 3_000  # Slack's cap on a plain-text input's initial value
@@ -53,16 +54,15 @@ UNCHAINED = ("this card was made before cards named the run of their session: it
 
 @dataclass
 class SlackDoor:
-    """The app's signing secret, its people, a Web API client (for modals and private notes), and
-    the signatures already taken within the window (each request once, in this API process)."""
+    """The app's signing secret, its people, and a Web API client (for modals and private notes)."""
 
     verifier: SignatureVerifier
     people: dict[str, str]  # Slack user id -> person
     client: WebClient
-    seen: dict[str, float] = field(default_factory=dict)
 
-    def refusal(self, body: bytes, headers: Mapping[str, str]) -> str | None:
-        """Why Slack did not send this request, or None."""
+    async def refusal(self, body: bytes, headers: Mapping[str, str], store: ApiState) -> str | None:
+        """Why Slack did not send this request, or None. A request is taken once: its signature's
+        digest is kept in the API's state for as long as its timestamp is within the window."""
         stamp, signature = headers.get("x-slack-request-timestamp", ""), headers.get("x-slack-signature", "")
         if not stamp.isdigit() or len(stamp) > 20:  # unix seconds; past 4300 digits int() raises (a 500)
             return "no X-Slack-Request-Timestamp"
@@ -70,12 +70,9 @@ class SlackDoor:
             return "the request's timestamp is more than five minutes from now"
         if not self.verifier.is_valid(body, stamp, signature):
             return "the request's X-Slack-Signature does not verify"
-        now = time.time()
-        if signature in self.seen:
+        seen = f"slack:{hashlib.sha256(signature.encode()).hexdigest()}"
+        if not await store.add_once(seen, 2 * WINDOW_SECONDS):
             return "this request was already taken once"
-        if len(self.seen) >= SEEN_AT_MOST:
-            self.seen = {taken: at for taken, at in self.seen.items() if at > now - WINDOW_SECONDS}
-        self.seen[signature] = now
         return None
 
     async def call(self, method: str, **arguments: Any) -> dict[str, Any]:
@@ -115,7 +112,8 @@ async def interactions(request: Request) -> Response:
     if door is None:
         raise HTTPException(404, "Slack is not configured here (HITL_CHANNELS has no slack)")
     body = await request.body()
-    refusal = door.refusal(body, {name.lower(): value for name, value in request.headers.items()})
+    refusal = await door.refusal(body, {name.lower(): value for name, value in request.headers.items()},
+                                 state_of(request))
     if refusal is not None:
         raise HTTPException(401, refusal)
     try:

@@ -4,7 +4,8 @@
 PKCE S256, a `state` bound to this browser by a short-lived cookie, the API's
 audience as `resource`). `GET /auth/callback` exchanges the code for an access
 token, verifies it exactly as a bearer JWT is verified (hitl/api/oidc.py), and
-keeps a server-side session until the token expires; the browser holds only its
+keeps a server-side session until the token expires (in the API's state, under
+the digest of the cookie: hitl/api/state/); the browser holds only its
 random id, in an HttpOnly, SameSite=Strict cookie. `POST /auth/sign-out` ends
 that session. The page never sees a token.
 
@@ -21,10 +22,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import secrets
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Request
@@ -32,13 +34,11 @@ from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse,
 
 from hitl.api.auth import apart_from_the_token_file
 from hitl.api.oidc import FETCH_TIMEOUT, Identity, OpenIDProvider, ProviderUnavailable, TokenRefused
+from hitl.api.state import ApiState, state_of
 
 SESSION_COOKIE = "hitl_session"
 LOGIN_COOKIE = "hitl_login"
 LOGIN_SECONDS = 600  # a sign-in not finished at the provider within this is forgotten
-# Anyone may start a sign-in: beyond this many unfinished ones the oldest is forgotten (its person
-# starts again), so requests that never come back cannot fill the process's memory.
-PENDING_LOGINS_AT_MOST = 10_000
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 router = APIRouter(prefix="/auth", tags=["web sign-in"])
@@ -49,17 +49,25 @@ class WebSession:
     identity: Identity
     csrf: str
 
+    def stored(self) -> str:
+        who = self.identity
+        return json.dumps({"person": who.person, "groups": list(who.groups), "expires_at": who.expires_at,
+                           "csrf": self.csrf})
+
+    @classmethod
+    def from_stored(cls, text: str) -> WebSession:
+        kept = json.loads(text)
+        return cls(Identity(kept["person"], tuple(kept["groups"]), kept["expires_at"]), kept["csrf"])
+
 
 @dataclass
 class WebSignIn:
-    """The web inbox's client at the provider, and the sessions it has signed in (this process's)."""
+    """The web inbox's client at the provider. What it signs in, and the sign-ins under way, live in
+    the API's state (hitl/api/state/), keyed by digests: the cookie and the `state` never are."""
 
     provider: OpenIDProvider
     client_id: str
     scopes: str = "openid email"
-    logins: dict[str, tuple[str, float]] = field(default_factory=dict)  # state -> (PKCE verifier, until)
-    sessions: dict[str, WebSession] = field(default_factory=dict)
-    pending_at_most: int = PENDING_LOGINS_AT_MOST
 
     @classmethod
     def from_env(cls, provider: OpenIDProvider | None) -> WebSignIn | None:
@@ -68,19 +76,14 @@ class WebSignIn:
             return None
         return cls(provider, client_id, os.environ.get("HITL_OIDC_SCOPES", "").strip() or "openid email")
 
-    def session_of(self, request: Request) -> WebSession | None:
-        """The live session the request's cookie names (an expired one is forgotten)."""
+    async def session_of(self, request: Request) -> WebSession | None:
+        """The live session the request's cookie names."""
         sid = request.cookies.get(SESSION_COOKIE)
-        session = self.sessions.get(sid) if sid else None
-        if session is None or (session.identity.expires_at or 0) <= time.time():
-            if sid:
-                self.sessions.pop(sid, None)
-            return None
-        return session
+        return await session_at(state_of(request), page_of(sid)) if sid else None
 
-    def identity_of(self, request: Request) -> Identity | None:
+    async def identity_of(self, request: Request) -> Identity | None:
         """Who the cookie signs in, for a request this page made; None without a live session."""
-        session = self.session_of(request)
+        session = await self.session_of(request)
         if session is None:
             return None
         if not from_this_origin(request):
@@ -91,19 +94,29 @@ class WebSignIn:
             raise HTTPException(403, "missing or wrong X-CSRF-Token (GET /auth/session gives it to this page)")
         return replace(session.identity, page=page_of(request.cookies[SESSION_COOKIE]))
 
-    def begin_login(self, state: str, verifier: str, now: float) -> None:
-        """Keep a sign-in the provider will send back, forgetting the expired ones and, past
-        `pending_at_most`, the oldest (they are kept in the order they began, which is their
-        order of expiry: each step is the first entry, not a pass over all of them)."""
-        while self.logins and (len(self.logins) >= self.pending_at_most or next(iter(self.logins.values()))[1] <= now):
-            del self.logins[next(iter(self.logins))]
-        self.logins[state] = (verifier, now + LOGIN_SECONDS)
-
-    def still_signed_in(self, page: str) -> bool:
+    async def still_signed_in(self, store: ApiState, page: str) -> bool:
         """Whether the web sign-in `page` names is live: a stream it opened ends once it is not."""
-        now = time.time()
-        return any(page_of(sid) == page and (session.identity.expires_at or 0) > now
-                   for sid, session in list(self.sessions.items()))
+        return await session_at(store, page) is not None
+
+
+async def session_at(store: ApiState, page: str) -> WebSession | None:
+    """The live web sign-in `page` names (its entry expires with its token)."""
+    kept = await store.get(f"web:{page}")
+    session = WebSession.from_stored(kept) if kept is not None else None
+    if session is None or (session.identity.expires_at or 0) <= time.time():
+        return None
+    return session
+
+
+async def keep_session(store: ApiState, sid: str, session: WebSession) -> None:
+    """Keep a web sign-in under its cookie's digest for as long as its token holds."""
+    seconds = (session.identity.expires_at or 0) - time.time()
+    if seconds > 0:
+        await store.put(f"web:{page_of(sid)}", session.stored(), seconds)
+
+
+def login_key(state: str) -> str:
+    return f"login:{hashlib.sha256(state.encode()).hexdigest()}"
 
 
 def page_of(sid: str) -> str:
@@ -138,7 +151,7 @@ def secure(request: Request) -> bool:
 async def sign_in(request: Request) -> Response:
     web = web_sign_in(request)
     state, verifier = secrets.token_urlsafe(24), secrets.token_urlsafe(48)
-    web.begin_login(state, verifier, time.time())
+    await state_of(request).put(login_key(state), verifier, LOGIN_SECONDS)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
     try:
         authorize = await web.provider.endpoint("authorization_endpoint")
@@ -160,23 +173,22 @@ async def callback(request: Request, code: str | None = None, state: str | None 
     web = web_sign_in(request)
     if error is not None:
         return PlainTextResponse(f"sign-in failed at the provider: {error}", status_code=400)
-    login = web.logins.get(state or "")
+    store = state_of(request)
     # The state must be this browser's own sign-in: otherwise someone's code could sign it in as
     # them. Only then is it used up, so whoever learns a state cannot end that sign-in with it.
-    if login is None or not secrets.compare_digest((request.cookies.get(LOGIN_COOKIE) or "").encode(),
-                                                    (state or "").encode()):
+    if not state or await store.get(login_key(state)) is None or not secrets.compare_digest(
+            (request.cookies.get(LOGIN_COOKIE) or "").encode(), state.encode()):
         return sign_in_not_started_here()
-    del web.logins[state or ""]
-    if login[1] < time.time() or code is None:
+    verifier = await store.take(login_key(state))  # once, on whichever replica the browser comes back to
+    if verifier is None or code is None:
         return sign_in_not_started_here()
     try:
-        token = await exchanged(web, request, code, login[0])
+        token = await exchanged(web, request, code, verifier)
         who = apart_from_the_token_file(request, await web.provider.identity(token))
     except (TokenRefused, ProviderUnavailable) as refused:
         return PlainTextResponse(f"sign-in failed: {refused}", status_code=401)
-    sid, now = secrets.token_urlsafe(32), time.time()
-    web.sessions = {known: kept for known, kept in web.sessions.items() if (kept.identity.expires_at or 0) > now}
-    web.sessions[sid] = WebSession(who, secrets.token_urlsafe(32))
+    sid = secrets.token_urlsafe(32)
+    await keep_session(store, sid, WebSession(who, secrets.token_urlsafe(32)))
     answer = RedirectResponse("/", status_code=303)
     answer.delete_cookie(LOGIN_COOKIE, path="/auth")
     answer.set_cookie(SESSION_COOKIE, sid, max_age=max(int((who.expires_at or 0) - time.time()), 0), path="/",
@@ -212,7 +224,7 @@ async def exchanged(web: WebSignIn, request: Request, code: str, verifier: str) 
 async def session(request: Request) -> JSONResponse:
     """Who the cookie signs in, with the CSRF token this page sends with every POST."""
     web: WebSignIn | None = getattr(request.app.state, "web_sign_in", None)
-    current = web.session_of(request) if web is not None else None
+    current = await web.session_of(request) if web is not None else None
     if current is None or not from_this_origin(request):
         return JSONResponse({"detail": "not signed in", "sign_in": "/auth/sign-in" if web is not None else None},
                             status_code=401)
@@ -224,8 +236,8 @@ async def session(request: Request) -> JSONResponse:
 async def sign_out(request: Request) -> Response:
     """Ends the server-side session (the cookie is worth nothing after) and clears the cookie."""
     web = web_sign_in(request)
-    if web.identity_of(request) is not None:  # a live session, and this page's own request (CSRF)
-        web.sessions.pop(request.cookies.get(SESSION_COOKIE, ""), None)
+    if await web.identity_of(request) is not None:  # a live session, and this page's own request (CSRF)
+        await state_of(request).delete(f"web:{page_of(request.cookies[SESSION_COOKIE])}")
     answer = Response(status_code=204)
     answer.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict", secure=secure(request))
     return answer

@@ -254,19 +254,20 @@ async def test_one_person_has_a_few_streams_and_reads_at_once_and_others_are_not
             finally:
                 await second.__aexit__(None, None, None)
             # Once the server has seen one close, ana may open another.
-            await eventually(lambda: asyncio.sleep(0, api.app.state.streams.held.get("ana", 0)), lambda held: held == 1)
+            held = api.app.state.streams.key("ana")
+            await eventually(lambda: asyncio.sleep(0, api.app.state.api_state.held(held)), lambda count: count == 1)
             async with ana.stream("GET", f"/sessions/{session}/events") as again:
                 assert again.status_code == 200
         finally:
             await first.__aexit__(None, None, None)
 
         # Given a read of ana's in flight (her one slot held), her next read waits for it; bob's does not.
-        give_back = api.app.state.reads.take("ana")
+        give_back = await api.app.state.reads.take("ana")
         busy = await ana.get(f"/sessions/{session}/transcript")
         assert busy.status_code == 429, busy.text
         assert "HITL_API_READS_PER_PERSON" in busy.json()["detail"]
         assert (await bob.get(f"/sessions/{session}/transcript")).status_code == 200
-        give_back()
+        await give_back()
         assert (await ana.get(f"/sessions/{session}/transcript")).status_code == 200
 
 

@@ -27,7 +27,8 @@ from hitl.api.gateway import chain_of
 from hitl.api.oidc import OpenIDProvider
 from hitl.devserver import free_port
 from hitl.api.stream_access import SIGN_IN_EXPIRED, SIGNED_OUT
-from hitl.api.web_sign_in import LOGIN_COOKIE, SESSION_COOKIE, WebSession, WebSignIn
+from hitl.api.state.memory import MemoryState
+from hitl.api.web_sign_in import LOGIN_COOKIE, SESSION_COOKIE, WebSession, WebSignIn, keep_session
 from tests.support.api_server import PEOPLE, Api, EventStream, new_id, of_type, serving, signing_key, token_of  # noqa: F401  (fixtures)
 from tests.support.openid import AUDIENCE, OTHER_AUDIENCE, OpenID, openid, running_provider, through_login  # noqa: F401  (fixtures)
 from tests.support.sessions import eventually, running_agent
@@ -189,7 +190,8 @@ async def test_a_stream_the_page_opened_ends_when_the_page_signs_out_elsewhere(
         async with serving(agent, openid=provider, web_sign_in=web) as api:
             started = await api.start("ana", "please delete notes.txt", participants=[BOB])
             session = started["session_id"]
-            web.sessions["bobs-page"] = WebSession(await provider.identity(await openid.token_for("bob")), "csrf")
+            await keep_session(api.app.state.api_state, "bobs-page",
+                               WebSession(await provider.identity(await openid.token_for("bob")), "csrf"))
             page = api.as_(None, {"Sec-Fetch-Site": "same-origin", "X-CSRF-Token": "csrf"})
             page.cookies.set(SESSION_COOKIE, "bobs-page")
             async with page:
@@ -270,17 +272,21 @@ async def test_sign_ins_that_never_come_back_cannot_pile_up(
     so requests that never return from the provider cannot fill the API's memory; its browser
     is told to start again."""
     provider = OpenIDProvider(openid.issuer, AUDIENCE)
-    web = WebSignIn(provider, "web", "openid email api", pending_at_most=3)
+    web = WebSignIn(provider, "web", "openid email api")
     async for agent in running_agent(env.client, workspace):
-        async with serving(agent, openid=provider, web_sign_in=web) as api:
+        async with serving(agent, openid=provider, web_sign_in=web, api_state=MemoryState({"login": 3})) as api:
             async with api.as_(None) as anyone:
                 started = [await anyone.get("/auth/sign-in") for _ in range(5)]
                 states = [answer.cookies[LOGIN_COOKIE] for answer in started]
                 assert all(answer.status_code == 303 for answer in started)
-                assert list(web.logins) == states[2:]
-                anyone.cookies.set(LOGIN_COOKIE, states[0], path="/auth")
-                forgotten = await anyone.get("/auth/callback", params={"code": "any", "state": states[0]})
+                came_back = []
+                for state in (states[0], states[2]):
+                    anyone.cookies.clear()
+                    anyone.cookies.set(LOGIN_COOKIE, state, path="/auth")
+                    came_back.append(await anyone.get("/auth/callback", params={"code": "any", "state": state}))
+    forgotten, kept = came_back
     assert forgotten.status_code == 400 and "start again at /auth/sign-in" in forgotten.text
+    assert kept.status_code == 401 and "sign-in failed" in kept.text  # kept: the provider refuses the made-up code
 
 
 # ------------------------------------------------------------------ who a provider's token may name

@@ -65,6 +65,7 @@ LEFT_TO_USER = {
 # Read from the environment by the Temporal SDK's own configuration (temporalio.envconfig).
 ENVCONFIG = {"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_PROFILE"}
 AGENT_SERVICES = ("worker", "api")
+PROXY_CONFIG = "deploy/Caddyfile"
 ONE_SHOT = ("temporal-schema", "temporal-setup")
 
 
@@ -139,10 +140,11 @@ def test_images_are_pinned_and_the_agent_services_run_the_products_commands(
 
 
 def test_the_ui_reads_payloads_through_the_apis_codec_endpoint(services: dict[str, dict[str, Any]]) -> None:
-    api, ui = services["api"], services["temporal-ui"]
+    api, ui, proxy = services["api"], services["temporal-ui"], services["proxy"]
     port = api["environment"]["HITL_API_PORT"]
     assert api["environment"]["HITL_API_HOST"] == "0.0.0.0"
-    assert f"127.0.0.1:{port}:{port}" in api["ports"]
+    assert "ports" not in api, "the replicas are reached through the proxy only"
+    assert f"127.0.0.1:{port}:{port}" in proxy["ports"]
     assert ui["environment"]["TEMPORAL_CODEC_ENDPOINT"] == f"http://localhost:{port}{codec_router.prefix}"
     published_ui = ui["ports"][0].rsplit(":", 2)
     assert f"http://localhost:{published_ui[1]}" in api["environment"]["HITL_CORS_ORIGINS"].split(",")
@@ -241,3 +243,22 @@ def test_the_composed_server_refuses_updates_too_large_to_answer(services: dict[
     assert mounted["./temporal-dynamic-config.yaml"] == temporal["environment"]["DYNAMIC_CONFIG_FILE_PATH"]
     config = yaml.safe_load((ROOT / "temporal-dynamic-config.yaml").read_text())
     assert config["history.maxInFlightUpdatePayloads"] == [{"value": MAX_UPDATE_REQUEST_BYTES}]
+
+
+def test_api_replicas_share_redis_behind_a_proxy_that_streams(services: dict[str, dict[str, Any]]) -> None:
+    """Two API replicas by default, each with HITL_API_STATE on the compose Redis, which keeps its
+    data on a volume; the proxy mounts its config from the repo, balances over every replica and
+    flushes event streams as they come."""
+    api, redis, proxy = services["api"], services["redis"], services["proxy"]
+    assert api["deploy"]["replicas"] == "${HITL_API_REPLICAS:-2}"
+    assert api["environment"]["HITL_API_STATE"] == "redis://redis:6379/0"
+    assert api["depends_on"]["redis"]["condition"] == "service_healthy"
+    assert redis["image"].startswith("redis:") and "--appendonly" in redis["command"]
+    assert any(volume.endswith(":/data") for volume in redis["volumes"])
+    assert redis["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
+    assert f"./{PROXY_CONFIG}:/etc/caddy/Caddyfile:ro" in proxy["volumes"]
+    assert proxy["depends_on"]["api"]["condition"] == "service_healthy"
+    caddyfile = (ROOT / PROXY_CONFIG).read_text()
+    port = api["environment"]["HITL_API_PORT"]
+    for needed in (f":{port} {{", f"dynamic a api {port}", "lb_policy round_robin", "flush_interval -1"):
+        assert needed in caddyfile, needed
