@@ -169,6 +169,8 @@ def until(attempt: Callable[[], Any], done: Callable[[Any], bool],
 @pytest.mark.parametrize(("command", "variables", "line"), [
     (("hitl", "serve"), {"HITL_OIDC_ISSUER": "https://id.example.com", "HITL_OIDC_AUDIENCE": "hitl"},
      "error: HITL_OIDC_ISSUER is set but single sign-on is not installed: pip install 'hitl-agent[sso]'"),
+    (("hitl", "serve"), {"HITL_API_STATE": "redis://127.0.0.1:1/0"},
+     "error: HITL_API_STATE is set but Redis is not installed: pip install 'hitl-agent[redis]'"),
     (("hitl", "serve"), {"HITL_API_PROTOCOLS": "ag-ui"},
      "error: HITL_API_PROTOCOLS=ag-ui is set but AG-UI is not installed: pip install 'hitl-agent[ag-ui]'"),
     (("hitl", "serve"), {"HITL_API_PROTOCOLS": "a2a"},
