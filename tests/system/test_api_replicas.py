@@ -20,7 +20,7 @@ from hitl.api.oidc import OpenIDProvider
 from hitl.api.web_sign_in import SESSION_COOKIE, WebSignIn
 from hitl.devserver import free_port
 from tests.support.api_server import Api, serving, signing_key  # noqa: F401  (fixtures)
-from tests.support.browser import NEEDS_CHROMIUM, browser, click, until  # noqa: F401  (browser: a fixture)
+from tests.support.browser import NEEDS_CHROMIUM, approve_and_confirm, browser, click, until  # noqa: F401  (browser: a fixture)
 from tests.support.openid import AUDIENCE, OpenID, openid  # noqa: F401  (fixtures)
 from tests.support.redis_server import RedisServer, redis_server  # noqa: F401  (fixtures)
 from tests.support.round_robin import RoundRobin
@@ -105,7 +105,7 @@ async def test_ana_signs_in_decides_and_follows_events_through_two_replicas_alte
     await until(browser, lambda b: b.find_element("id", "stream-state").text == "(live)")
     await until(browser, lambda b: b.find_elements("css selector", '#events li[data-type="pause_opened"]'))
     card = f'.pending-item[data-call="{call}"]'
-    await until(browser, click(f"{card} button.approve:not(.confirm-edit)"))
+    await approve_and_confirm(browser, card)  # delete_file is destructive: Approve asks first
     await until(browser, lambda b: b.find_element("id", "decision-result").text == "approve: approved")
     await until(browser, lambda b: b.find_elements("css selector", '#events li[data-type="pause_settled"]'))
     async with first.as_("olga") as owner:
