@@ -6,6 +6,9 @@ the call's arguments still have the digest the table showed."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -15,7 +18,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from hitl.decision_keys import trusted_keys
 from hitl.testing import scripted_model
-from tests.support.api_server import Api, serving, signing_key  # noqa: F401  (fixture)
+from tests.support.api_server import Api, serving, signing_key, token_of  # noqa: F401  (fixture)
+from tests.support.stack import ROOT
 from tests.support.sessions import eventually, running_agent
 from workflows.proofs import DecisionClaims, verify_decision
 
@@ -134,7 +138,7 @@ async def test_forty_calls_in_twenty_sessions_decided_in_one_request(bulk_api: A
         ("approved", "call_1_2", "1 of 2 approvals")], voted  # a vote: the call waits for another
     for session_id, owner in ((carols_only, "ana"), (bobs_own, "bob")):
         assert not [event for event in await audit_of(api, owner, session_id)
-                    if event.get("by") == "bob" and event["event"] != "refused"]
+                    if event.get("by") == "bob" and event["event"] in ("approved", "rejected")]
 
 
 async def test_all_or_nothing_decides_none_when_one_would_be_refused(bulk_api: Api) -> None:
@@ -155,7 +159,7 @@ async def test_all_or_nothing_decides_none_when_one_would_be_refused(bulk_api: A
     answers = await decide_all(api, "bob", whole, decision="reject", all_or_nothing=True, reason="not today")
     assert [a["outcome"] for a in answers] == ["decided", "decided"], answers
     rejected = [event for event in await audit_of(api, "ana", second) if event["event"] == "rejected"]
-    assert [(event["call_id"], event.get("comment")) for event in rejected] == [("call_1_1", "not today"),
+    assert sorted((event["call_id"], event.get("comment")) for event in rejected) == [("call_1_1", "not today"),
                                                                                 ("call_1_2", "not today")]
 
 
@@ -180,3 +184,96 @@ async def test_inbox_filters_narrow_the_table(bulk_api: Api) -> None:
     assert (bad.status_code, "older_than 'soon'" in bad.json()["detail"]) == (422, True), bad.text
     assert (twice.status_code, "named twice" in twice.json()["detail"]) == (422, True), twice.text
     assert too_many.status_code == 422, too_many.text
+
+
+# ---------------------------------------------------------------- one action, from the CLI and the web
+
+async def forty_for_bob(api: Api) -> tuple[list[str], str]:
+    """Twenty sessions of two calls each that bob decides: nineteen plain, and one whose calls need
+    two approvals (where dave's vote can edit the arguments after bob's table was drawn)."""
+    plain = await start_many(api, [("ana", {"approvers": BOBS})] * 19)
+    [two_of_three] = await start_many(api, [
+        ("ana", {"approvers": {"send_email": ["bob", "carol", "dave"]}, "required_approvals": {"send_email": 2}})])
+    return plain, two_of_three
+
+
+async def dave_edits(api: Api, session_id: str) -> None:
+    """dave's vote edits call_1_1's arguments: the digest any earlier table showed no longer holds."""
+    async with api.as_("dave") as dave:
+        edited = await dave.post(f"/sessions/{session_id}/calls/call_1_1/approve", json={"args": email("cy@example.com")})
+    assert edited.status_code == 200, edited.text
+
+
+def outcome_lines(printed: str) -> dict[tuple[str, str], str]:
+    """`starter.py inbox ... --approve-all`'s lines: `decided  S  C` or `refused  S  C  code: reason`."""
+    found = {}
+    for line in printed.splitlines():
+        words = line.split(None, 3)
+        if len(words) >= 3 and words[0] in ("decided", "refused"):
+            found[(words[1], words[2])] = line
+    return found
+
+
+async def test_the_cli_decides_what_its_table_showed_after_asking(bulk_api: Api) -> None:
+    api = bulk_api
+    plain, two_of_three = await forty_for_bob(api)
+    await eventually(lambda: inbox_of(api, "bob", "?tool=send_email"), lambda rows: len(rows) == 40)
+    command = [sys.executable, str(ROOT / "starter.py"), "inbox", "--tool", "send_email", "--arg", "subject=refund",
+               "--approve-all", "--api", api.base]
+    cli = await asyncio.create_subprocess_exec(
+        *command, cwd=ROOT, env={**os.environ, "HITL_API_TOKEN": token_of("bob")},
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert cli.stdout is not None and cli.stdin is not None
+    shown = ""
+    while "[y/N]" not in shown:  # the table, then the question
+        chunk = await asyncio.wait_for(cli.stdout.read(4096), 60)
+        assert chunk, f"the CLI ended before asking: {shown}"
+        shown += chunk.decode()
+    assert "approve 40 calls? [y/N]" in shown, shown
+    assert shown.count("send_email(") == 40, shown
+    await dave_edits(api, two_of_three)  # after the table was drawn, before the answer
+
+    cli.stdin.write(b"y\n")
+    out, err = await asyncio.wait_for(cli.communicate(), 120)
+    lines = outcome_lines(out.decode())
+
+    assert cli.returncode == 2, (out, err)  # one refused
+    assert len(lines) == 40, out
+    refused = {key: line for key, line in lines.items() if line.startswith("refused")}
+    assert list(refused) == [(two_of_three, "call_1_1")], refused
+    assert "conflict: stale decision" in refused[(two_of_three, "call_1_1")]
+    assert "39 decided, 1 refused" in out.decode()
+    for session_id in plain[:3]:  # each its own decision, by bob through the API
+        decided = [event for event in await audit_of(api, "ana", session_id) if event["event"] == "approved"]
+        assert sorted((event["call_id"], event["by"], event["via"]) for event in decided) == [
+            ("call_1_1", "bob", "api"), ("call_1_2", "bob", "api")]
+        assert len(await proofs_in(api, session_id)) == 2
+
+
+async def test_the_cli_asks_first_and_says_what_it_needs(bulk_api: Api) -> None:
+    api = bulk_api
+    [ours] = await start_many(api, [("ana", {"approvers": BOBS})])
+    await eventually(lambda: inbox_of(api, "bob", f"?session={ours}"), lambda rows: len(rows) == 2)
+    base = [sys.executable, str(ROOT / "starter.py"), "inbox", "--session", ours, "--api", api.base]
+    env = {**os.environ, "HITL_API_TOKEN": token_of("bob")}
+
+    def run(*args: str, answer: str = "", token: bool = True) -> "asyncio.Future[subprocess.CompletedProcess[str]]":
+        return asyncio.ensure_future(asyncio.to_thread(
+            subprocess.run, [*base, *args], input=answer, capture_output=True, text=True, timeout=120, cwd=ROOT,
+            env=env if token else {k: v for k, v in env.items() if k != "HITL_API_TOKEN"}))
+
+    declined = await run("--reject-all", "--reason", "not now", answer="n\n")
+    no_reason = await run("--reject-all")
+    no_token = await run("--approve-all", "--yes", token=False)
+    assert (declined.returncode, "reject 2 calls? [y/N]" in declined.stdout, "nothing decided" in declined.stdout) == (
+        1, True, True), declined
+    assert (no_reason.returncode, no_reason.stderr.strip()) == (1, "error: --reject-all needs --reason (the model reads it)")
+    assert no_token.returncode == 1 and "HITL_API_TOKEN" in no_token.stderr, no_token
+    assert len(await inbox_of(api, "bob", f"?session={ours}")) == 2  # nothing was decided
+
+    scripted = await run("--reject-all", "--reason", "not now", "--yes")
+    assert scripted.returncode == 0, scripted
+    assert sorted(outcome_lines(scripted.stdout)) == [(ours, "call_1_1"), (ours, "call_1_2")]
+    rejected = [event for event in await audit_of(api, "ana", ours) if event["event"] == "rejected"]
+    assert sorted((event["call_id"], event["by"], event["comment"]) for event in rejected) == [
+        ("call_1_1", "bob", "not now"), ("call_1_2", "bob", "not now")]
