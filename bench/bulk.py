@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import tempfile
 import time
 import uuid
@@ -85,6 +86,7 @@ async def bench(calls: int, per_session: int, in_flight: int, folder: Path) -> s
         client = await connect_when_ready(f"127.0.0.1:{port}")
         task_queue = f"bench-bulk-{uuid.uuid4().hex[:8]}"
         async with build_worker(client, task_queue, scripted_model(script(per_session)), folder / "workspace"):
+            os.environ["HITL_API_SESSIONS_PER_PERSON"] = str(2 * calls)  # one person owns every session here
             app = create_app(client=client, task_queue=task_queue, tokens=TokenBook({TOKEN: "ana"}, "bench"), policy=None)
             api_port = free_port()
             api = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=api_port, log_level="warning"))
