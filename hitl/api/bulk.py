@@ -35,7 +35,7 @@ from hitl.catalog import CATALOG
 from hitl.api.calls import decide
 from hitl.api.gateway import Refused, temporal_trouble
 from hitl.api.guard import Grant, grant_on_call, policy_of
-from workflows.decisions import Refusal, parse_decision
+from workflows.decisions import Approve, Refusal, Reject, parse_decision
 from workflows.limits import Name
 from workflows.pauses import PendingCall, Pauses
 
@@ -133,8 +133,9 @@ def rule_book_refusal(grant: Grant, row: BulkRow, groups: tuple[str, ...]) -> Re
     payload = {**fields_of(row), "call_id": grant.item["call_id"], "by": grant.person, "via": "api"}
     try:
         call = PendingCall.model_validate(grant.item)
-        Pauses(open=[call]).decide(parse_decision(row.decision, payload), CATALOG, datetime.now(timezone.utc),
-                                   groups=groups)
+        decision = parse_decision(row.decision, payload)
+        assert isinstance(decision, (Approve, Reject))  # the verbs a row may name
+        Pauses(open=[call]).decide(decision, CATALOG, datetime.now(timezone.utc), groups=groups)
     except Refusal as refusal:
         return refusal
     except ValidationError as error:

@@ -87,7 +87,7 @@ async def decide_all(args: argparse.Namespace, ask: Callable[[str], str] = input
 
 
 async def table(http: httpx.AsyncClient, params: list[tuple[str, str]]) -> list[dict[str, Any]]:
-    answer = await http.get("/inbox", params=params)
+    answer = await http.get("/inbox", params=tuple(params))
     if answer.status_code != 200:
         raise BulkError(f"GET /inbox answered {answer.status_code}: {detail_of(answer)}")
     rows: list[dict[str, Any]] = answer.json()
