@@ -25,10 +25,10 @@ from hitl.access import Policy, SessionFacts, waits_for_person
 from hitl.api.auth import caller
 from hitl.api.gateway import temporal
 from hitl.api.guard import policy_of
-from hitl.client.inbox_filters import FilterError, filter_from_query
 from hitl.client.inbox import (
     LIMIT, MEMO_KEY, InboxItem, UnreadableMemo, escaped, executions, items_of, visibility_query,
 )
+from hitl.client.inbox_filters import FilterError, filter_from_query
 
 router = APIRouter(tags=["inbox"])
 SESSION_MEMO = "hitl_session"
