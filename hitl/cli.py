@@ -102,6 +102,7 @@ def parser() -> OneLineParser:
     inbox.add_argument("--task-queue", help="only sessions of this task queue (default: the whole namespace)")
     inbox.add_argument("--limit", type=int, default=100, help="show the oldest N items (default 100; 0: all)")
     inbox.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON rows")
+    add_bulk_arguments(inbox)
 
     stats = commands.add_parser("stats", help="how people decide: per tool, policy rule, door and person over a period")
     stats.add_argument("--since", help="ISO 8601 (default: a week before --until)")
@@ -128,6 +129,22 @@ def parser() -> OneLineParser:
     serve.add_argument("--host", help="default: HITL_API_HOST or 127.0.0.1")
     serve.add_argument("--port", type=int, help="default: HITL_API_PORT or 8000")
     return root
+
+
+def add_bulk_arguments(inbox: argparse.ArgumentParser) -> None:
+    """The inbox's filters, and deciding what they keep at once (hitl/console/bulk.py)."""
+    inbox.add_argument("--tool", help="only calls of this tool")
+    inbox.add_argument("--arg", action="append", metavar="NAME=VALUE",
+                       help="only calls whose argument has this value (as JSON or text); repeatable")
+    inbox.add_argument("--requested-by", help="only calls this person asked for")
+    inbox.add_argument("--older-than", help="only calls waiting longer than this: 30m, 2h, 1d or an ISO moment")
+    inbox.add_argument("--session", dest="filter_session", help="only this session's calls")
+    decide = inbox.add_mutually_exclusive_group()
+    decide.add_argument("--approve-all", action="store_true", help="approve every call listed, through the API")
+    decide.add_argument("--reject-all", action="store_true", help="reject every call listed (with --reason), through the API")
+    inbox.add_argument("--reason", help="with --reject-all: why, which the model reads")
+    inbox.add_argument("--yes", action="store_true", help="decide without asking first (for scripts)")
+    inbox.add_argument("--api", help="the API's URL for --approve-all/--reject-all (default: HITL_API_URL)")
 
 
 SESSION = "the session's id"
@@ -183,6 +200,10 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         from hitl.console.demo import run_demo
 
         return await run_demo(settings, args.session, args.by)
+    if args.command == "inbox" and (args.approve_all or args.reject_all):
+        from hitl.console.bulk import decide_all
+
+        return await decide_all(args)
     client = await connect(settings)
     if args.command == "chat":
         from hitl.console.chat import Chat
@@ -266,14 +287,18 @@ async def one_field_answer(session: Session, call_id: str | None, text: str) -> 
 
 async def show_inbox(client: Client, args: argparse.Namespace) -> int:
     from hitl.client.inbox import InboxUnavailable, read_inbox
+    from hitl.client.inbox_filters import FilterError, argument_pair, filter_of
     from hitl.console.inbox import inbox_json, render_inbox, unreadable_line
 
     try:
+        wanted = filter_of(tool=args.tool, args=dict(argument_pair(pair) for pair in args.arg or []),
+                           requested_by=args.requested_by, older_than=args.older_than, session=args.filter_session)
         inbox = await read_inbox(client, task_queue=args.task_queue, person=args.person, show_claimed=args.claimed,
                                  limit=args.limit or None)
-    except InboxUnavailable as error:
+    except (InboxUnavailable, FilterError) as error:
         say(f"error: {error}", file=sys.stderr)
         return 1
+    inbox = inbox.model_copy(update={"items": wanted.kept(inbox.items)})
     if args.json:
         print_json(inbox_json(inbox))
     else:

@@ -28,6 +28,7 @@ from hitl.api.guard import policy_of
 from hitl.client.inbox import (
     LIMIT, MEMO_KEY, InboxItem, UnreadableMemo, escaped, executions, items_of, visibility_query,
 )
+from hitl.client.inbox_filters import FilterError, filter_from_query
 
 router = APIRouter(tags=["inbox"])
 SESSION_MEMO = "hitl_session"
@@ -38,9 +39,18 @@ async def inbox(
     request: Request,
     person: str = Depends(caller),
     claimed: bool = Query(True, description="kept for older clients: claimed items are always listed, marked"),
+    tool: str | None = Query(None, description="only calls of this tool"),
+    requested_by: str | None = Query(None, description="only calls this person asked for"),
+    older_than: str | None = Query(None, description="only calls waiting longer than this: 30m, 2h, 1d or an ISO moment"),
+    session: str | None = Query(None, description="only this session's calls"),
 ) -> list[InboxItem]:
-    """The caller's waiting items on this API's task queue, oldest first (the oldest 100). Visibility
-    lags by a moment: a decision on a row that was settled meanwhile answers 409."""
+    """The caller's waiting items on this API's task queue, oldest first (the oldest 100 that match
+    the filters; `arg.<name>=value` also keeps only calls whose argument has that value, as JSON or
+    as text). Visibility lags by a moment: a decision on a row that was settled meanwhile answers 409."""
+    try:
+        wanted = filter_from_query(request.query_params.multi_items())
+    except FilterError as error:
+        raise HTTPException(422, str(error)) from None
     gateway = temporal(request)
     client = await gateway.get()
     policy = policy_of(request)
@@ -53,7 +63,7 @@ async def inbox(
             raise HTTPException(503, f"this namespace lacks the sessions' search attributes ({error.message})") from None
         raise
     now = datetime.now(timezone.utc)
-    items = [at_its_root(item) for session, item in rows if decides(person, session, item, policy)]
+    items = wanted.kept(at_its_root(item) for session, item in rows if decides(person, session, item, policy))
     for item in items:
         item.age_seconds = max(0.0, (now - item.requested_at).total_seconds())
     items.sort(key=lambda item: (item.requested_at, item.session_id, item.call_id))

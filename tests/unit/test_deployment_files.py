@@ -42,6 +42,8 @@ LEFT_TO_USER = {
     "HITL_DECISION_METRICS_REFRESH": "the default (60 s) suits a scrape a minute; raise it with many running sessions",
     "HITL_OTEL": "tracing needs the tracing extra in your image (docs/observability.md)",
     "HITL_EVIDENCE_KEY": "the key that signs evidence bundles is the operator's: starter.py evidence runs where it is kept, not in a service",
+    "HITL_API_URL": "the API starter.py inbox --approve-all decides through: the person's shell, not the services",
+    "HITL_API_TOKEN": "the person's own API token for starter.py inbox --approve-all: never the services'",
     "HITL_CLI_WAIT_SECONDS": "how long starter.py waits for an answer: the person's shell, not the services",
     "HITL_API_TOKENS": "people's tokens are yours: mount a tokens file on the api service and name it (README, HTTP API)",
     "HITL_OIDC_ISSUER": "single sign-on is yours: set your provider's issuer and audience on the api service (docs/security.md)",

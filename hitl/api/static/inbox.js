@@ -8,7 +8,10 @@ const INBOX_EVERY_MS = 5000;
 // `signedIn` counts sign-ins: an answer that arrives after its person signed out belongs to nobody.
 // `csrf`: set while signed in through the organisation's sign-in (an HttpOnly cookie the page never
 // reads), sent with every request; with an API token instead, the token goes in Authorization.
-const state = { session: null, source: null, lastEventId: null, inboxTimer: null, signedIn: 0, csrf: null, person: null };
+const state = { session: null, source: null, lastEventId: null, inboxTimer: null, signedIn: 0, csrf: null, person: null,
+                // The rows ticked, each with the arguments' digest its row showed when ticked: a call
+                // whose arguments changed since is refused, not decided on what was not seen.
+                selected: new Map(), filters: "", shown: [] };
 
 const $ = (id) => document.getElementById(id);
 
@@ -70,9 +73,11 @@ function signOut(message) {
   state.signedIn += 1;
   closeStream();
   clearInterval(state.inboxTimer);
-  Object.assign(state, { session: null, lastEventId: null, inboxTimer: null, person: null });
-  for (const id of ["items", "pending", "transcript", "events"]) $(id).replaceChildren();
-  for (const id of ["count", "inbox-error", "session-id", "decision-result", "stream-state"]) $(id).textContent = "";
+  Object.assign(state, { session: null, lastEventId: null, inboxTimer: null, person: null, filters: "", shown: [] });
+  state.selected.clear();
+  $("bulk-confirm").hidden = true;
+  for (const id of ["items", "pending", "transcript", "events", "bulk-outcomes"]) $(id).replaceChildren();
+  for (const id of ["count", "inbox-error", "session-id", "decision-result", "stream-state", "bulk-summary"]) $(id).textContent = "";
   $("empty").hidden = true;
   $("detail").hidden = true;
   $("main").hidden = true;
@@ -132,7 +137,7 @@ function callText(item) {
 
 async function refreshInbox() {
   if (!signedInNow()) return;
-  const answer = await api("GET", "/inbox?claimed=true");
+  const answer = await api("GET", "/inbox?claimed=true" + state.filters);
   if (!answer.ok) { $("inbox-error").textContent = reason(answer.data); return; }
   $("inbox-error").textContent = "";
   for (const due of document.querySelectorAll('[data-role="deadline"]')) {  // kept cards count down too
@@ -142,9 +147,11 @@ async function refreshInbox() {
   const claims = [...document.querySelectorAll('[data-role="claim"]')];
   if (claims.some((held) => new Date(held.title).getTime() <= Date.now())) refreshPending();  // a claim ended: Claim again
   const items = answer.data;
+  state.shown = items;
   $("count").textContent = `(${items.length})`;
   $("empty").hidden = items.length > 0;
   $("items").replaceChildren(...items.map((item) => el("li", {},
+    selectBox(item),
     el("button", {
       type: "button", class: "item" + (item.session_id === state.session ? " selected" : ""),
       "data-session": item.session_id, "data-call": item.call_id,
@@ -157,6 +164,75 @@ async function refreshInbox() {
       item.deadline ? ` · due ${relativeDeadline(item.deadline)}` : "",
       item.claimed_by ? ` · claimed by ${item.claimed_by}` : "",
       item.required_approvals > 1 ? ` · ${item.approvals.length}/${item.required_approvals} approvals` : "")))));
+}
+
+// ------------------------------------------------------------------ many at once
+
+const rowKey = (item) => `${item.session_id}\u0000${item.call_id}`;
+
+function selectBox(item) {
+  return el("input", {
+    type: "checkbox", class: "select", "aria-label": `select ${item.call_id} of ${item.session_id}`,
+    "data-session": item.session_id, "data-call": item.call_id, checked: state.selected.has(rowKey(item)),
+    onchange: (changed) => { select(item, changed.target.checked); showSelection(); },
+  });
+}
+
+function select(item, on) {
+  if (on) state.selected.set(rowKey(item), { session_id: item.session_id, call_id: item.call_id, args_sha256: item.args_sha256 });
+  else state.selected.delete(rowKey(item));
+}
+
+function showSelection() {
+  const count = state.selected.size;
+  $("approve-selected").disabled = $("reject-selected").disabled = count === 0;
+  $("approve-selected").textContent = count ? `Approve selected (${count})` : "Approve selected";
+  $("reject-selected").textContent = count ? `Reject selected (${count})` : "Reject selected";
+  for (const box of document.querySelectorAll("#items input.select")) {
+    box.checked = state.selected.has(`${box.dataset.session}\u0000${box.dataset.call}`);
+  }
+}
+
+function filtersFromForm() {
+  const query = new URLSearchParams();
+  for (const [name, id] of [["tool", "filter-tool"], ["requested_by", "filter-requested-by"],
+                            ["older_than", "filter-older-than"], ["session", "filter-session"]]) {
+    const value = $(id).value.trim();
+    if (value) query.append(name, value);
+  }
+  const pair = $("filter-arg").value.trim();
+  if (pair) {
+    const at = pair.indexOf("=");
+    if (at < 1) { $("inbox-error").textContent = "write the argument filter as name=value"; return null; }
+    query.append(`arg.${pair.slice(0, at).trim()}`, pair.slice(at + 1));
+  }
+  return query.toString() ? `&${query}` : "";
+}
+
+// Asks first, naming the count; nothing is sent until the person says yes.
+function askToDecide(verb) {
+  const count = state.selected.size;
+  if (!count) return;
+  const why = $("bulk-reason").value.trim();
+  if (verb === "reject" && !why) { $("bulk-summary").textContent = "Say why you reject them (the model reads it)."; return; }
+  $("bulk-question").textContent = `${verb === "approve" ? "Approve" : "Reject"} ${count} call${count === 1 ? "" : "s"}?`;
+  $("bulk-confirm").hidden = false;
+  $("bulk-yes").onclick = () => { $("bulk-confirm").hidden = true; decideSelected(verb, why); };
+}
+
+async function decideSelected(verb, why) {
+  const rows = [...state.selected.values()].map((row) => ({ ...row, decision: verb, ...(verb === "reject" ? { reason: why } : {}) }));
+  $("bulk-summary").textContent = `Deciding ${rows.length}…`;
+  const answer = await api("POST", "/decisions", { decisions: rows });
+  if (!answer.ok) { $("bulk-summary").textContent = `Nothing decided (${answer.status}): ${reason(answer.data)}`; return; }
+  const decided = answer.data.filter((row) => row.outcome === "decided").length;
+  $("bulk-summary").textContent = `${decided} decided, ${answer.data.length - decided} refused`;
+  $("bulk-outcomes").replaceChildren(...answer.data.map((row) => el("li", {
+    class: row.outcome, "data-session": row.session_id, "data-call": row.call_id, "data-outcome": row.outcome },
+    `${row.session_id} ${row.call_id}: `, row.outcome === "decided" ? "decided" : `refused (${row.code}): ${row.reason}`)));
+  state.selected.clear();
+  showSelection();
+  refreshInbox();
 }
 
 // ------------------------------------------------------------------ one session
@@ -574,6 +650,22 @@ document.addEventListener("DOMContentLoaded", () => {
   $("sign-out").addEventListener("click", () => signOut(""));
   $("show-pending").addEventListener("click", showPending);
   $("show-transcript").addEventListener("click", showTranscript);
+  $("filters").addEventListener("submit", (submitted) => {
+    submitted.preventDefault();
+    const filters = filtersFromForm();
+    if (filters === null) return;
+    state.filters = filters;
+    state.selected.clear();
+    showSelection();
+    refreshInbox();
+  });
+  $("select-all").addEventListener("change", (changed) => {
+    for (const item of state.shown) select(item, changed.target.checked);
+    showSelection();
+  });
+  $("approve-selected").addEventListener("click", () => askToDecide("approve"));
+  $("reject-selected").addEventListener("click", () => askToDecide("reject"));
+  $("bulk-no").addEventListener("click", () => { $("bulk-confirm").hidden = true; });
   if (token()) { signIn(); return; }
   fetch("/auth/session").then(async (answer) => {
     const data = await answer.json().catch(() => ({}));
