@@ -78,7 +78,7 @@ async def decide_many(body: BulkBody, request: Request, person: str = Depends(ca
     """Approve or reject many calls at once, each as its own decision (access, policy, proof, audit),
     only if its arguments still have the digest given; one answer per row, in the order given."""
     refuse_repeated_calls(body.decisions)
-    with request.app.state.reads.slot(person):
+    async with request.app.state.reads.slot(person):
         if body.all_or_nothing:
             checked = await each_row(body.decisions, lambda row: checked_row(request, person, row))
             if any(answer.outcome == "refused" for answer in checked):

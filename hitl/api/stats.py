@@ -52,7 +52,7 @@ async def stats(
     gateway = temporal(request)
     client = await gateway.get()
     policy = policy_as_written(request)
-    with request.app.state.reads.slot(asker):
+    async with request.app.state.reads.slot(asker):
         return await stats_between(client, start, end, policy=policy if isinstance(policy, OperatorPolicy) else None,
                                    tool=tool, person=person, task_queue=await gateway.queue())
 
