@@ -21,6 +21,7 @@ from activities.storable_outcomes import StorableOutcomes
 from hitl.sandbox_runner import ContextFreeSandbox, fits_this_sdk, ignores_context
 from hitl.settings import DATA_CONVERTER
 from workflows.agent import AgentWorkflow
+from workflows.stand_in_book import StandInBook
 from workflows.arity import OneArgument
 from workflows.metrics import SessionMetrics
 
@@ -33,6 +34,7 @@ PURE_MODULES = (
     "workflows.events", "workflows.metrics", "workflows.identity", "workflows.proofs", "workflows.visibility",
     "workflows.policy", "workflows.patches", "workflows.decisions", "workflows.transcript_index",
     "workflows.contract", "workflows.deciders", "workflows.arity", "workflows.agents", "hitl.catalog",
+    "workflows.stand_ins",
 )
 # The workflow's own code: workflows/agent.py and the mixins it is made of. Shared too: importing
 # the mixins again for every session was a tenth of a busy worker's time, and running the
@@ -44,6 +46,7 @@ WORKFLOW_MODULES = (
     "workflows.agent", "workflows.handlers", "workflows.inbound", "workflows.views", "workflows.waiting",
     "workflows.judging", "workflows.starting", "workflows.continuing", "workflows.closing", "workflows.recorder",
     "workflows.activity_calls", "workflows.agent_parts", "workflows.delegating", "workflows.tool_input",
+    "workflows.stand_in_book",
 )
 SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
     "pydantic", "pydantic_core", "annotated_types", "typing_inspection", "cryptography", "jsonschema",
@@ -84,7 +87,7 @@ class HitlPlugin(SimplePlugin):
             # result that history cannot store: a final failure, never a retry for ever.
             interceptors=[OneArgument(), SessionMetrics(), StorableOutcomes()],
             activities=activities,
-            workflows=[AgentWorkflow],
+            workflows=[AgentWorkflow, StandInBook],
         )
         self.sandbox = sandbox
         self.runner = runner

@@ -29,7 +29,7 @@ from temporalio.converter import PayloadCodec
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.service import RPCError
 
-from hitl.api import a2a, ag_ui, calls, codec, decide_links, events, inbox, people, sessions, slack, web, web_sign_in as sign_in_routes
+from hitl.api import a2a, ag_ui, calls, codec, decide_links, delegations, events, inbox, people, sessions, slack, web, web_sign_in as sign_in_routes
 from hitl.access import Policy
 from hitl.api.auth import StreamTickets, TokenBook, TokenFileError, hide_queries_from_access_log
 from hitl.api.body_limit import BodyLimit
@@ -117,7 +117,7 @@ def create_app(
     app.add_middleware(BodyLimit)  # added late: it runs before anything reads a body
     observe(app)  # around it (reading no body), when operators ask for metrics or traces (docs/observability.md)
     app.include_router(codec.router)
-    for resource in (sessions, calls, inbox, events, people, ag_ui, a2a, web, slack, sign_in_routes, decide_links):
+    for resource in (sessions, calls, inbox, events, people, delegations, ag_ui, a2a, web, slack, sign_in_routes, decide_links):
         app.include_router(resource.router)
     hide_queries_from_access_log()
 

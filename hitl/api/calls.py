@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from hitl.api.gateway import Run, now, send_signed
+from hitl.api.delegations import allowed_on_call_or_for_someone
 from hitl.api.guard import Grant, allowed_on_call, policy_of
 from workflows.contract import INBOUND
 from workflows.decisions import CLAIM_SECONDS_AT_MOST, Refusal, parse_decision
@@ -63,16 +64,17 @@ class ClaimBody(BaseModel):
 
 
 def proof_for(request: Request, session_id: str, call_id: str, verb: ProofAction, person: str, sha: str,
-              decision_sha256: str, run: Run) -> str:
+              decision_sha256: str, run: Run, for_person: str | None = None) -> str:
     """A proof for `person`, bound to this run of the session and its chain of runs, this call and
-    verb, the arguments the person saw and the whole decision (workflows/proofs.py)."""
+    verb, the arguments the person saw and the whole decision (workflows/proofs.py); `for_person`:
+    whom they decide for as their stand-in (hitl/api/delegations.py found the hand-over)."""
     key_id, key = request.app.state.signer()
     policy = policy_of(request)
     # The groups the caller's OpenID token vouched for reach the session only in their proof.
     groups = policy.groups_of(person) if policy is not None and getattr(policy, "groups_from_identity", False) else None
     return sign_decision(key, key_id, session_id=session_id, call_id=call_id, action=verb, by=person,
                          args_sha256=sha, now=now(), decision_sha256=decision_sha256, run_id=run.run_id,
-                         chain=run.chain, groups=groups or None)
+                         chain=run.chain, groups=groups or None, for_=for_person)
 
 
 async def decide(request: Request, session_id: str, call_id: str, verb: Verb, grant: Grant,
@@ -96,7 +98,7 @@ async def decide(request: Request, session_id: str, call_id: str, verb: Verb, gr
     except Refusal as refusal:
         raise HTTPException(422, str(refusal)) from None
     return await send_signed(request, session_id, INBOUND[verb].update, payload, lambda run: proof_for(
-        request, session_id, call_id, verb, person, sha, digest, run), issued_in)
+        request, session_id, call_id, verb, person, sha, digest, run, grant.for_person), issued_in)
 
 
 def given(body: BaseModel) -> dict[str, Any]:
@@ -116,21 +118,21 @@ def decision_fields(verb: str, body: dict[str, Any]) -> dict[str, Any]:
 
 @router.post("/approve")
 async def approve(session_id: str, call_id: str, body: ApproveBody, request: Request,
-                  grant: Grant = Depends(allowed_on_call("approve"))) -> dict[str, Any]:
+                  grant: Grant = Depends(allowed_on_call_or_for_someone("approve"))) -> dict[str, Any]:
     """Run the call (with `args` when edited), or pass a review (with `result` when edited)."""
     return await decide(request, session_id, call_id, "approve", grant, given(body))
 
 
 @router.post("/reject")
 async def reject(session_id: str, call_id: str, body: RejectBody, request: Request,
-                 grant: Grant = Depends(allowed_on_call("reject"))) -> dict[str, Any]:
+                 grant: Grant = Depends(allowed_on_call_or_for_someone("reject"))) -> dict[str, Any]:
     """Do not run it (or decline a question); the model reads the reason."""
     return await decide(request, session_id, call_id, "reject", grant, given(body))
 
 
 @router.post("/answer")
 async def answer(session_id: str, call_id: str, body: AnswerBody, request: Request,
-                 grant: Grant = Depends(allowed_on_call("answer"))) -> dict[str, Any]:
+                 grant: Grant = Depends(allowed_on_call_or_for_someone("answer"))) -> dict[str, Any]:
     """Answer a question: a choice, text, or an object for its fields."""
     return await decide(request, session_id, call_id, "answer", grant, {"answer": body.answer})
 

@@ -39,6 +39,8 @@ class Grant:
     # Someone who may not read the session but decides calls of its children (their approver):
     # the calls, as the session lists them, that they may see; None for whoever reads it all.
     only_calls: tuple[str, ...] | None = None
+    # Whom the person decides the call for, as their stand-in (hitl/api/delegations.py).
+    for_person: str | None = None
 
 
 def policy_as_written(request: Request) -> Policy | None:
