@@ -4,7 +4,11 @@ and the session has the last word on what such a decision may do."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -14,8 +18,9 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from hitl.decision_keys import signing_key as api_signing_key
-from tests.support.api_server import Api, serving, signing_key  # noqa: F401  (fixtures)
+from tests.support.api_server import Api, serving, signing_key, token_of  # noqa: F401  (fixtures)
 from tests.support.sessions import eventually, query, running_agent
+from tests.support.stack import ROOT
 from workflows.decisions import parse_decision
 from workflows.proofs import sign_decision
 
@@ -187,3 +192,24 @@ async def test_hand_overs_only_where_the_policy_allows_them(policy_api: Api) -> 
     assert "at most 30 days" in too_long["detail"]
     async with api.as_("bob") as bob:
         assert (await bob.delete("/people/me/delegations/so-unknown")).status_code == 404
+
+
+async def delegate(api: Api, person: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python starter.py delegate ...` as `person`, against the running API."""
+    env = {**os.environ, "HITL_API_URL": api.base, "HITL_API_TOKEN": token_of(person)}
+    command = [sys.executable, str(ROOT / "starter.py"), "delegate", *args]
+    return await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+
+
+async def test_the_command_line_hands_over_lists_and_ends(policy_api: Api) -> None:
+    api = policy_api
+    given = await delegate(api, "ana", "bob", "--until", in_a_day(), "--tool", "delete_file")
+    assert given.returncode == 0, given.stderr
+    made = json.loads(given.stdout)
+    assert (made["from"], made["to"], made["tools"]) == ("ana", "bob", ["delete_file"])
+    listed = await delegate(api, "bob", "--list")
+    assert [row["id"] for row in json.loads(listed.stdout)["received"]] == [made["id"]]
+    barred = await delegate(api, "ana", "bob", "--until", in_a_day(), "--tool", "draft_email")
+    assert barred.returncode == 1 and "403" in barred.stderr and "draft_email" in barred.stderr
+    ended = await delegate(api, "ana", "--end", made["id"])
+    assert ended.returncode == 0 and json.loads(ended.stdout)["live"] is False, ended.stderr
