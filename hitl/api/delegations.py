@@ -185,9 +185,8 @@ def stood_in_for(request: Request, received: list[StandIn], person: str, item: d
     tool = str(item.get("tool", "?"))
     if policy is None or verb not in STAND_IN_VERBS or not policy.allows_delegation(tool):
         return None
-    action = "decide"
     for delegator in delegators_of(received, person, tool, now()):
-        if not verdict(delegator, action, session, policy, item, verb).allowed:
+        if not verdict(delegator, "decide", session, policy, item, verb).allowed:
             continue
         if refusal_to_stand_in(CallRules.of(item), person, delegator, verb, expand=policy.expand) is None:
             return delegator
