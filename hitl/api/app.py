@@ -117,6 +117,7 @@ def create_app(
     app.add_middleware(BodyLimit)  # added late: it runs before anything reads a body
     observe(app)  # around it (reading no body), when operators ask for metrics or traces (docs/observability.md)
     app.include_router(codec.router)
+    app.state.stand_in_grant = delegations.stand_in_grant  # every door's decision may be a stand-in's
     for resource in (sessions, calls, inbox, events, people, delegations, ag_ui, a2a, web, slack, sign_in_routes, decide_links):
         app.include_router(resource.router)
     hide_queries_from_access_log()

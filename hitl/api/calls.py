@@ -15,7 +15,6 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from hitl.api.gateway import Run, now, send_signed
-from hitl.api.delegations import allowed_on_call_or_for_someone
 from hitl.api.guard import Grant, allowed_on_call, policy_of
 from workflows.contract import INBOUND
 from workflows.decisions import CLAIM_SECONDS_AT_MOST, Refusal, parse_decision
@@ -118,21 +117,21 @@ def decision_fields(verb: str, body: dict[str, Any]) -> dict[str, Any]:
 
 @router.post("/approve")
 async def approve(session_id: str, call_id: str, body: ApproveBody, request: Request,
-                  grant: Grant = Depends(allowed_on_call_or_for_someone("approve"))) -> dict[str, Any]:
+                  grant: Grant = Depends(allowed_on_call("approve"))) -> dict[str, Any]:
     """Run the call (with `args` when edited), or pass a review (with `result` when edited)."""
     return await decide(request, session_id, call_id, "approve", grant, given(body))
 
 
 @router.post("/reject")
 async def reject(session_id: str, call_id: str, body: RejectBody, request: Request,
-                 grant: Grant = Depends(allowed_on_call_or_for_someone("reject"))) -> dict[str, Any]:
+                 grant: Grant = Depends(allowed_on_call("reject"))) -> dict[str, Any]:
     """Do not run it (or decline a question); the model reads the reason."""
     return await decide(request, session_id, call_id, "reject", grant, given(body))
 
 
 @router.post("/answer")
 async def answer(session_id: str, call_id: str, body: AnswerBody, request: Request,
-                 grant: Grant = Depends(allowed_on_call_or_for_someone("answer"))) -> dict[str, Any]:
+                 grant: Grant = Depends(allowed_on_call("answer"))) -> dict[str, Any]:
     """Answer a question: a choice, text, or an object for its fields."""
     return await decide(request, session_id, call_id, "answer", grant, {"answer": body.answer})
 

@@ -7,8 +7,8 @@ sealed: anyone who reaches Temporal may write to the book, and the book is what 
 before it signs a decision "for" someone.
 
 Who may: the verified person, for themself only, where the operator's policy says `"delegation":
-true` (for every tool, or per tool). Deciding as a stand-in: `stand_in_grant`, which the decision
-routes ask when the person may not decide the call themself.
+true` (for every tool, or per tool). Deciding as a stand-in: `stand_in_grant`, which every door's
+decision (hitl/api/guard.py, grant_on_call) asks when the person may not decide the call themself.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import base64
 import uuid
 from datetime import datetime, timezone
 from fnmatch import fnmatchcase
-from typing import Any, Callable
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -29,7 +29,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from hitl.access import SessionFacts, verdict, waits_for_person
 from hitl.api.auth import caller
 from hitl.api.gateway import temporal
-from hitl.api.guard import Grant, grant_on_call, is_below, pending_item, policy_of, session_facts
+from hitl.api.guard import Grant, is_below, pending_item, policy_of, session_facts
 from hitl.catalog import CATALOG
 from workflows.deciders import CallRules, consenting
 from workflows.limits import Name
@@ -208,19 +208,6 @@ def waits_for_stand_in(request: Request, received: list[StandIn], person: str, i
                 and refusal_to_stand_in(rules, person, delegator, consenting(rules), expand=policy.expand) is None):
             return delegator
     return None
-
-
-def allowed_on_call_or_for_someone(verb: str) -> Callable[..., Any]:
-    """The decision routes' dependency: the access table's grant (hitl/api/guard.py,
-    allowed_on_call), else the grant to decide the call for someone away as their stand-in."""
-
-    async def grant(request: Request, session_id: str, call_id: str, person: str = Depends(caller)) -> Grant:
-        try:
-            return await grant_on_call(request, session_id, call_id, person, verb)
-        except HTTPException as refused:
-            return await stand_in_grant(request, session_id, call_id, person, verb, refused)
-
-    return grant
 
 
 async def stand_in_grant(request: Request, session_id: str, call_id: str, person: str, verb: str,
