@@ -17,10 +17,13 @@ session (which accepts such a proof only when the rules below hold for both peop
 
 from __future__ import annotations
 
+import base64
 from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
 from typing import Callable, Iterable, Sequence
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field
 
 from workflows.deciders import OpenCall, consenting, refusal_to_decide
@@ -54,6 +57,18 @@ class StandIn(BaseModel):
 
     def covers(self, tool: str, now: datetime) -> bool:
         return self.live(now) and self.names_tool(tool)
+
+    def sealed_by(self, trusted: dict[str, str]) -> bool:
+        """Whether one of `trusted` (key id -> base64 Ed25519 public key) sealed it as it reads now."""
+        key_id, _, signature = (self.seal or "").partition(".")
+        if key_id not in trusted:
+            return False
+        try:
+            Ed25519PublicKey.from_public_bytes(base64.b64decode(trusted[key_id])).verify(
+                base64.urlsafe_b64decode(signature), self.sealed_body())
+        except (InvalidSignature, ValueError):
+            return False
+        return True
 
     def sealed_body(self) -> bytes:
         """What the seal signs: every field but the seal and its end (ending needs no new seal)."""

@@ -19,7 +19,6 @@ from datetime import datetime, timezone
 from fnmatch import fnmatchcase
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from temporalio.client import WithStartWorkflowOperation, WorkflowUpdateFailedError
@@ -34,6 +33,7 @@ from hitl.catalog import CATALOG
 from workflows.deciders import CallRules, consenting
 from workflows.limits import Name
 from workflows.policy import OperatorPolicy
+from workflows.proofs import public_key_b64
 from workflows.stand_in_book import StandInBook, book_id
 from workflows.stand_ins import StandIn, delegators_of, refusal_to_stand_in
 
@@ -81,15 +81,8 @@ def seal(request: Request, stand_in: StandIn) -> str:
 
 def sealed_here(request: Request, stand_in: StandIn) -> bool:
     """Whether this API's key sealed the hand-over as it reads now."""
-    if stand_in.seal is None or "." not in stand_in.seal:
-        return False
-    key_id, signature = stand_in.seal.split(".", 1)
     own_id, key = request.app.state.signer()
-    try:
-        key.public_key().verify(base64.urlsafe_b64decode(signature), stand_in.sealed_body())
-    except (InvalidSignature, ValueError):
-        return False
-    return key_id == own_id
+    return stand_in.sealed_by({own_id: public_key_b64(key)})
 
 
 async def book(request: Request) -> list[StandIn]:

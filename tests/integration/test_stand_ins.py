@@ -5,6 +5,7 @@ and the session has the last word on what such a decision may do."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import subprocess
@@ -14,15 +15,26 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 import pytest
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WithStartWorkflowOperation, WorkflowUpdateFailedError
+from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.testing import WorkflowEnvironment
 
+from activities.offline_model import OfflineModel
 from hitl.decision_keys import signing_key as api_signing_key
+from hitl.email_links import read_link_token
+from hitl.worker import build_worker
+from activities.mail import Mailer, mailer
+from hitl.channels import channels_from_env
+from hitl.email_links import link_key_from_seed
+from tests.support.mail_server import Inbox, links_in, mail_server
 from tests.support.api_server import Api, serving, signing_key, token_of  # noqa: F401  (fixtures)
-from tests.support.sessions import eventually, query, running_agent
+from tests.support.sessions import Agent, eventually, query, running_agent
 from tests.support.stack import ROOT
+from workflows.contract import NOTIFY
 from workflows.decisions import parse_decision
 from workflows.proofs import sign_decision
+from workflows.stand_in_book import StandInBook, book_id
+from workflows.stand_ins import StandIn
 
 POLICY = {
     "groups": {"staff": ["ana", "bob", "carol", "dave"]},
@@ -213,3 +225,68 @@ async def test_the_command_line_hands_over_lists_and_ends(policy_api: Api) -> No
     assert barred.returncode == 1 and "403" in barred.stderr and "draft_email" in barred.stderr
     ended = await delegate(api, "ana", "--end", made["id"])
     assert ended.returncode == 0 and json.loads(ended.stdout)["live"] is False, ended.stderr
+
+
+LINK_KEY = link_key_from_seed(os.urandom(32))
+
+
+def mail_to(folder: Path, inbox: Inbox) -> Mailer:
+    """The worker's mail channel: the SMTP server on loopback, and an address for ana, bob and dave."""
+    path = folder / "channels.json"
+    people = {person: {"email": f"{person}@example.com"} for person in ("ana", "bob", "dave")}
+    path.write_text(json.dumps({"public_url": "https://hitl.example.com", "people": people,
+                                "email": {"smtp_url": inbox.url, "from": "agent@example.com"}}))
+    environ = {"HITL_CHANNELS": str(path)}
+    mail = mailer(channels_from_env(environ), environ, lambda: LINK_KEY)
+    assert mail is not None
+    return mail
+
+
+async def notified(session: Any) -> bool:
+    """Whether the session's history shows its notify activity completed (every mail sent)."""
+    scheduled: set[int] = set()
+    async for event in session.fetch_history_events():
+        if event.activity_task_scheduled_event_attributes.activity_type.name == NOTIFY.name:
+            scheduled.add(event.event_id)
+        if event.activity_task_completed_event_attributes.scheduled_event_id in scheduled:
+            return True
+    return False
+
+
+async def test_a_pause_for_ana_reaches_her_stand_in_by_mail(env: WorkflowEnvironment, workspace: Path, tmp_path: Path,
+                                                           signing_key: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """The worker's notify activity reads the book of stand-ins: bob, ana's stand-in for
+    delete_file, is mailed the card too, with links bound to him (the API takes them as his
+    decisions for ana); a hand-over the API did not seal reaches nobody."""
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps(POLICY))
+    monkeypatch.setenv("HITL_POLICY", str(path))
+    key_id, key = api_signing_key()
+    queue = "mail-stand-in"
+
+    def hand_over(stand_in_id: str, to: str, sealed: bool) -> dict[str, Any]:
+        stand_in = StandIn.model_validate({"id": stand_in_id, "from": "ana", "to": to, "tools": ["delete_file"],
+                                           "since": datetime.now(timezone.utc), "until": in_a_day()})
+        if sealed:
+            stand_in.seal = f"{key_id}.{base64.urlsafe_b64encode(key.sign(stand_in.sealed_body())).decode()}"
+        return stand_in.model_dump(mode="json")
+
+    with mail_server() as inbox:
+        async with build_worker(env.client, queue, OfflineModel(), workspace, message_channels=[mail_to(tmp_path, inbox)]):
+            start = WithStartWorkflowOperation(StandInBook.run, id=book_id(queue), task_queue=queue,
+                                               id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING)
+            await env.client.execute_update_with_start_workflow(StandInBook.give, hand_over("so-1", "bob", True),
+                                                                start_workflow_operation=start)
+            await env.client.get_workflow_handle(book_id(queue)).execute_update(StandInBook.give,
+                                                                                hand_over("so-2", "dave", False))
+            session = await Agent(env.client, queue, workspace).start("please delete notes.txt", by="carol",
+                                                                       verified_decisions=False)
+            mails = await eventually(lambda: asyncio.sleep(0, inbox.cards()), lambda seen: len(seen) >= 2)
+            await eventually(lambda: notified(session), bool)
+            mails = inbox.cards()
+            await session.signal("cancel", {})
+            await session.result()
+    assert sorted(mail["To"] for mail in mails) == ["ana@example.com", "bob@example.com"]
+    [to_bob] = [mail for mail in mails if mail["To"] == "bob@example.com"]
+    claims = read_link_token(LINK_KEY, links_in(to_bob)["Approve"].rsplit("/", 1)[1], now=0)
+    assert (claims.person, claims.session_id) == ("bob", session.id)
