@@ -58,6 +58,11 @@ def operator_policy(request: Request) -> OperatorPolicy | None:
     return policy if isinstance(policy, OperatorPolicy) else None
 
 
+def allows_hand_overs(policy: OperatorPolicy | None) -> bool:
+    """Whether the policy lets anyone hand over anything (globally or for some tool)."""
+    return policy is not None and (policy.delegation or any(rule.delegation for rule in policy.tools.values()))
+
+
 def refusal_of_tools(policy: OperatorPolicy, tools: list[str] | None) -> str | None:
     """Why the policy does not let these tools be handed over; None when it does."""
     if tools is None:
@@ -115,8 +120,9 @@ def shown(stand_in: StandIn, at: datetime) -> dict[str, Any]:
 async def hand_over(body: HandOverBody, request: Request, person: str = Depends(caller)) -> dict[str, Any]:
     """Let `to` decide for you, on `tools` (or all you may decide), until `until`."""
     policy = operator_policy(request)
-    if policy is None or not (policy.delegation or any(rule.delegation for rule in policy.tools.values())):
+    if not allows_hand_overs(policy):
         raise HTTPException(403, "the operator's policy allows no hand-overs (delegation)")
+    assert policy is not None
     if not policy.knows(body.to):
         raise HTTPException(422, f"to: the operator's policy knows no person {body.to!r}")
     refusal = refusal_of_tools(policy, body.tools)
@@ -163,8 +169,8 @@ async def end_hand_over(id: str, request: Request, person: str = Depends(caller)
 
 async def delegators_for(request: Request, person: str) -> list[StandIn]:
     """The live hand-overs `person` received, where the policy (as it reads now) still allows them."""
-    if operator_policy(request) is None:
-        return []
+    if not allows_hand_overs(operator_policy(request)):
+        return []  # no book to read: nobody stands in for anyone
     at = now()
     return [s for s in await book(request) if s.to == person and s.live(at)]
 
@@ -208,7 +214,7 @@ async def stand_in_grant(request: Request, session_id: str, call_id: str, person
     """The grant to decide the call as someone's stand-in (its `for_person`), when `refused` said
     the person may not decide it themself; `refused` again otherwise, or a reason naming the
     hand-over that covered the call and is over."""
-    if verb not in STAND_IN_VERBS or operator_policy(request) is None:
+    if verb not in STAND_IN_VERBS or not allows_hand_overs(operator_policy(request)):
         raise refused
     stand_ins = [s for s in await book(request) if s.to == person]
     if not stand_ins:
