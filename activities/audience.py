@@ -13,10 +13,20 @@ session's own people, each of them. Nobody else: a name that may not see the ses
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timedelta
+from typing import Iterable
+
+from temporalio import activity
+from temporalio.client import WorkflowQueryFailedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from hitl.access import SessionFacts, expanded, may_read, session_people
 from workflows.policy import OperatorPolicy, PolicyError, policy_from_env
+from hitl.decision_keys import trusted_keys
+from workflows.deciders import CallRules, consenting
 from workflows.requests import Notification
+from workflows.stand_in_book import book_id
+from workflows.stand_ins import StandIn, refusal_to_stand_in
 
 log = logging.getLogger("hitl.notify")
 
@@ -50,4 +60,43 @@ def deciders_who_may_see(notification: Notification, policy: OperatorPolicy | No
     session = session_of(notification)
     named = session_people(session, policy) if names_the_session_people(notification) \
         else expanded(notification.to, policy)
-    return sorted(person for person in named if may_read(person, session, policy))
+    return with_stand_ins(notification, [person for person in named if may_read(person, session, policy)])
+
+
+def with_stand_ins(notification: Notification, people: Iterable[str]) -> list[str]:
+    """`people` and the stand-ins of each of them for this pause (Notification.stand_ins: the notify
+    activity kept only those whose hand-over covers it and who may decide it for them); sorted."""
+    people = set(people)
+    return sorted(people | {delegate for delegate, delegator in (notification.stand_ins or {}).items()
+                            if delegator in people})
+
+
+async def stand_ins_of(notification: Notification, policy: OperatorPolicy | None, now: datetime) -> dict[str, str]:
+    """delegate -> delegator for this pause: live hand-overs in the book of stand-ins of this task
+    queue, sealed by a key the worker trusts, covering the tool where the policy allows it, whose
+    delegate the rules let decide it for the delegator (workflows/stand_ins.py). Empty when the book
+    cannot be read (said in the log): the pause still reaches the people it is for."""
+    tool = str(notification.item.get("tool", "?"))
+    if policy is None or notification.event == "settled" or not policy.allows_delegation(tool):
+        return {}
+    try:
+        handle = activity.client().get_workflow_handle(book_id(activity.info().task_queue))
+        listed = await handle.query("list", rpc_timeout=timedelta(seconds=10))
+    except RPCError as error:
+        if error.status != RPCStatusCode.NOT_FOUND:
+            log.warning("notify: the book of stand-ins did not answer, so no stand-in is shown the pause: %s", error)
+        return {}
+    except WorkflowQueryFailedError as error:
+        log.warning("notify: the book of stand-ins could not answer, so no stand-in is shown the pause: %s", error)
+        return {}
+    trusted, call = trusted_keys(), CallRules.of(notification.item)
+    found: dict[str, str] = {}
+    for entry in listed if isinstance(listed, list) else []:
+        try:
+            stand_in = StandIn.model_validate(entry)
+        except ValueError:
+            continue  # not the book's: anyone who reaches Temporal may write there
+        if (stand_in.covers(tool, now) and stand_in.sealed_by(trusted)
+                and refusal_to_stand_in(call, stand_in.to, stand_in.from_, consenting(call), expand=policy.expand) is None):
+            found.setdefault(stand_in.to, stand_in.from_)
+    return found

@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 
 import aiosmtplib
 
-from activities.audience import operator_policy, session_of
+from activities.audience import operator_policy, session_of, with_stand_ins
 from activities.message_channels import ChannelFailed, MessageChannel, Progress, Saved
 from hitl.channels import Channels
 from hitl.access import expanded, may_read
@@ -175,8 +175,9 @@ class Mailer:
         policy = operator_policy()
         session = session_of(notification)
         people = sorted(expanded(named, policy))
-        return {person: self.addresses[person] for person in people
-                if person in self.addresses and may_read(person, session, policy)}
+        readers = [person for person in people if may_read(person, session, policy)]
+        return {person: self.addresses[person] for person in with_stand_ins(notification, readers)
+                if person in self.addresses}
 
     def links(self, notification: Notification, person: str, mail: str) -> list[tuple[str, str]]:
         """(label, URL) per choice, each a token for this person's one decision from this mail, in

@@ -21,8 +21,9 @@ from typing import Sequence
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
+from activities.audience import operator_policy, stand_ins_of
 from activities.message_channels import ChannelFailed, MessageChannel, Progress, each_channel
 from activities.tools.errors import ToolError
 from activities.tools.workspace import NOTIFICATIONS, Workspace
@@ -55,6 +56,9 @@ class NotifyActivities:
         if notification.event == "settled":
             fail_if_any(await each_channel(self.message_channels, lambda channel: channel.settle(notification, progress, saved)))
             return NotifyReceipt()
+        if within:  # the stand-ins of the people it is for see it too (activities/audience.py)
+            notification = notification.model_copy(update={"stand_ins": await stand_ins_of(
+                notification, operator_policy(), datetime.now(timezone.utc))})
         if not progress.plain_sent:
             await self._send_plain(full_line(notification).decode())
             progress.plain_sent = True

@@ -125,6 +125,14 @@ def parser() -> OneLineParser:
 
     evidence_command.add_parser(commands)
 
+    delegate = commands.add_parser("delegate", help="hand your decisions to a stand-in while away, through the API "
+                                                    "(HITL_API_URL, HITL_API_TOKEN)")
+    delegate.add_argument("to", nargs="?", help="the person who decides for you meanwhile")
+    delegate.add_argument("--until", help="when it ends: ISO 8601 with a time zone, at most 30 days ahead")
+    delegate.add_argument("--tool", action="append", dest="tools", help="only this tool (or glob); repeat for more")
+    delegate.add_argument("--list", action="store_true", dest="listing", help="the hand-overs you gave and received")
+    delegate.add_argument("--end", metavar="ID", help="end this hand-over")
+
     serve = commands.add_parser("serve", help="the HTTP API and codec endpoint (HITL_API_HOST:HITL_API_PORT)")
     serve.add_argument("--host", help="default: HITL_API_HOST or 127.0.0.1")
     serve.add_argument("--port", type=int, help="default: HITL_API_PORT or 8000")
@@ -397,6 +405,15 @@ def main() -> int:
         if warning := tokens_warning():
             print(warning, file=sys.stderr)
         serve(host, port)
+        return 0
+    if args.command == "delegate":
+        from hitl.console.stand_ins import DelegateError, delegate
+
+        try:
+            print(delegate(args.to, args.until, args.tools, args.listing, args.end))
+        except DelegateError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
         return 0
     if args.command == "tools":
         from hitl.console.tools import list_tools

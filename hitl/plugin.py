@@ -22,6 +22,7 @@ from hitl.sandbox_runner import ContextFreeSandbox, fits_this_sdk, ignores_conte
 from hitl.sdk_shortcuts import CONTEXT_FREE_SANDBOX, enabled
 from hitl.settings import DATA_CONVERTER
 from workflows.agent import AgentWorkflow
+from workflows.stand_in_book import StandInBook
 from workflows.arity import OneArgument
 from workflows.metrics import SessionMetrics
 
@@ -34,6 +35,7 @@ PURE_MODULES = (
     "workflows.events", "workflows.metrics", "workflows.identity", "workflows.proofs", "workflows.visibility",
     "workflows.policy", "workflows.patches", "workflows.decisions", "workflows.transcript_index",
     "workflows.contract", "workflows.deciders", "workflows.arity", "workflows.agents", "hitl.catalog",
+    "workflows.stand_ins",
 )
 # The workflow's own code: workflows/agent.py and the parts it is made of. Shared too: importing
 # these modules again for every session was a tenth of a busy worker's time, and running the
@@ -46,6 +48,7 @@ WORKFLOW_MODULES = (
     "workflows.judging", "workflows.starting", "workflows.continuing", "workflows.closing", "workflows.recorder",
     "workflows.activity_calls", "workflows.delegating", "workflows.tool_input", "workflows.session_run",
     "workflows.notices", "workflows.child_reports", "workflows.payloads", "workflows.server_questions",
+    "workflows.stand_in_book",
 )
 SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
     "pydantic", "pydantic_core", "annotated_types", "typing_inspection", "cryptography", "jsonschema",
@@ -86,7 +89,7 @@ class HitlPlugin(SimplePlugin):
             # result that history cannot store: a final failure, never a retry for ever.
             interceptors=[OneArgument(), SessionMetrics(), StorableOutcomes()],
             activities=activities,
-            workflows=[AgentWorkflow],
+            workflows=[AgentWorkflow, StandInBook],
         )
         self.sandbox = sandbox
         self.runner = runner

@@ -102,6 +102,14 @@ class Verifier(BaseModel):
             return ()
         return tuple(self.signed_claims(decision.proof, "verified decisions (made through the API)", now).groups or ())
 
+    def stood_in_for(self, decision: DecisionBase, now: datetime) -> str | None:
+        """The person the proof of a decision `check` accepted says its person decides for, as
+        their stand-in (workflows/stand_ins.py); None for one's own decision, and on an unverified
+        session, where nothing vouches for a hand-over."""
+        if not self.required or decision.proof is None:
+            return None
+        return self.signed_claims(decision.proof, "verified decisions (made through the API)", now).for_
+
     def check_message(self, message: UserMessage, session_id: str, now: datetime,
                       run: RunCheck | None = None) -> tuple[UserMessage, SpentProof | None]:
         """A message's author counts (four-eyes compares it with the approver), so on a verified

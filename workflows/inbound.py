@@ -100,12 +100,21 @@ class Inbound:
         self.refuse_if_closing()
         self.children.refer_to_child(payload)
         decision, proof = self.proven(parse_decision(verb, payload))
-        return self.session.run_state.pauses.decide(decision, CATALOG, workflow.now(),
-                                            groups=self.proven_groups(decision)), proof
+        return self.session.run_state.pauses.decide(decision, CATALOG, workflow.now(), groups=self.proven_groups(decision),
+                                                    for_person=self.stood_in_for(decision)), proof
 
     def proven_groups(self, decision: Any) -> tuple[str, ...]:
         """The groups the decision's proof vouches for."""
         return self.session.run_state.verifier.groups_vouched(decision, workflow.now())
+
+    def stood_in_for(self, decision: Any) -> str | None:
+        """Whom the decision's proof says its person decides for, as their stand-in; refused on runs
+        started before stand-ins were taken (workflows/patches.py)."""
+        for_person = self.session.run_state.verifier.stood_in_for(decision, workflow.now())
+        if for_person is not None and not self.session.behaviours.takes_stand_ins:
+            raise Refusal(f"this session does not take decisions for another person; {for_person} decides themself",
+                          code="forbidden")
+        return for_person
 
     def decide_and_apply(self, verb: str, payload: Any) -> dict[str, Any]:
         try:
@@ -144,7 +153,7 @@ class Inbound:
         self.session.run_state.pauses.apply(verdict)
         if isinstance(verdict, Vote):
             item = next(item for item in self.session.run_state.pauses.open if item.call_id == verdict.call_id)
-            self.recorder.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by,
+            self.recorder.record("approved", item.call_id, item.tool, item.args_sha256, by=verdict.by, for_=verdict.for_person,
                         via=verdict.via or STRAIGHT_THROUGH_TEMPORAL,
                         comment=verdict.comment, rule=verdict.rule)
             self.session.run_state.events.add("vote", workflow.now(), call_id=item.call_id, by=verdict.by, **door(verdict.via),

@@ -74,7 +74,7 @@ PROOFS_NAME_THEIR_CHAIN = "decision-proofs-name-their-chain-of-runs"
 # Runs where an MCP server's question asked during a call that waited for approval is decided as
 # that call was: by its approvers (the session's and the operator's policy's), under its four-eyes
 # rule (workflows/waiting.py, request_person; workflows/deciders.py). Before it, anyone the session
-# knows of answered it, and four-eyes did not apply. The newest, asked at run start.
+# knows of answered it, and four-eyes did not apply. Asked at run start.
 SERVER_QUESTIONS_AS_THEIR_CALL = "mcp-questions-decided-as-their-call"
 
 # Runs that hold the decisions a child reports (ChildPauses.decided) to the bounds of their own
@@ -82,6 +82,12 @@ SERVER_QUESTIONS_AS_THEIR_CALL = "mcp-questions-decided-as-their-call"
 # (workflows/delegating.py, record_below). Before it, a report forged under a child's id wrote rows
 # of any size into the root's audit. Asked at run start.
 CHILD_REPORTS_CLIPPED = "child-reports-clipped-in-the-root-audit"
+
+# Runs that take a decision a stand-in made for another person (a proof naming `for`: the API
+# signs one only while that person's hand-over covers the call, hitl/api/delegations.py) when both
+# pass the rules of workflows/stand_ins.py, and audit both. Before it, such a proof was refused.
+# The newest, asked at run start.
+STAND_INS = "decisions-by-stand-ins"
 
 # Asked only where a tool activity ends with its MCP server's question (input_required, an
 # ApplicationError of type InputRequired): since, a question pause is opened and the call is retried
@@ -93,6 +99,7 @@ TOOL_INPUT_AS_A_PAUSE = "mcp-input-required-as-a-question-pause"
 # behaviour it brought: a run that has one has every older one, and none of the newer. A run that
 # has none is of the first supported build.
 RUN_START_PATCHES: tuple[tuple[str, str], ...] = (
+    (STAND_INS, "takes_stand_ins"),
     (SERVER_QUESTIONS_AS_THEIR_CALL, "server_questions_as_their_call"),
     (CHILD_REPORTS_CLIPPED, "clips_child_reports"),
     (PROOFS_NAME_THEIR_CHAIN, "proofs_name_their_chain"),
@@ -114,6 +121,7 @@ class Behaviours:
     proofs_name_their_chain: bool = True
     clips_child_reports: bool = True
     server_questions_as_their_call: bool = True
+    takes_stand_ins: bool = True
 
     @classmethod
     def before_run(cls) -> Behaviours:
@@ -121,8 +129,9 @@ class Behaviours:
         workflow task run before `run` does. A decision's proof is judged there as before the chain
         was named, so a run recorded before that patch (a hand-over's first task taking a decision)
         replays as it was judged; the API checks the chain of runs before it signs, so that task
-        loses no check. Other flags change only what handlers record, not what the run commands."""
-        return cls(proofs_name_their_chain=False)
+        loses no check. A stand-in's decision there is refused, as before stand-ins: sent again,
+        it is taken once the run has started. Other flags change only what handlers record, not what the run commands."""
+        return cls(proofs_name_their_chain=False, takes_stand_ins=False)
 
     @classmethod
     def at_run_start(cls) -> Behaviours:

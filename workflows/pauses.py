@@ -22,6 +22,7 @@ from workflows.forms import MAX_ANSWER, check_answer, describe_validation_error
 from workflows.limits import utf8_size
 from workflows.requests import MessageRef
 from workflows.rules import Remember, args_sha256
+from workflows.stand_ins import refusal_to_stand_in, second_vote_refusal
 
 with workflow.unsafe.imports_passed_through():
     from hitl.catalog.schema_tools import ArgumentsRejected, validate_arguments
@@ -54,6 +55,8 @@ class PendingCall(BaseModel):
     approvers: list[str] | None = None
     required_approvals: int = 1
     approvals: list[str] = Field(default_factory=list)
+    # Who gave one of the approvals as someone's stand-in (workflows/stand_ins.py): one vote each.
+    stood_in: list[str] | None = None
     four_eyes: bool = False
     remind_at: datetime | None = None
     escalate_at: datetime | None = None
@@ -99,6 +102,7 @@ class Settlement(BaseModel):
     at: datetime
     args_sha256: str
     by: str | None = None
+    for_person: str | None = None  # whom `by` decided for, as their stand-in
     via: str | None = None
     run_with: dict[str, Any] | None = None
     result: str | None = None
@@ -116,6 +120,7 @@ class Vote(BaseModel):
     call_id: str
     tool: str
     by: str
+    for_person: str | None = None  # whom `by` approved for, as their stand-in: the vote counts as theirs
     via: str | None = None
     args: dict[str, Any] | None = None
     comment: str | None = None
@@ -162,14 +167,17 @@ class Pauses(BaseModel):
         return min(moments) if moments else None
 
     def decide(self, decision: Decision, catalog: ToolCatalog, now: datetime,
-               groups: tuple[str, ...] = ()) -> Verdict:
+               groups: tuple[str, ...] = (), for_person: str | None = None) -> Verdict:
         """Check a decision against every rule and say what it would do, and through which door
-        (`groups`: those its proof vouches its person is in)."""
-        verdict = self._judge(decision, catalog, now, groups)
+        (`groups`: those its proof vouches its person is in; `for_person`: whom its proof says its
+        person decides for, as their stand-in)."""
+        verdict = self._judge(decision, catalog, now, groups, for_person)
+        if for_person is not None:
+            verdict = verdict.model_copy(update={"for_person": for_person})
         return verdict.model_copy(update={"via": decision.via}) if decision.via is not None else verdict
 
     def _judge(self, decision: Decision, catalog: ToolCatalog, now: datetime,
-               groups: tuple[str, ...] = ()) -> Verdict:
+               groups: tuple[str, ...] = (), for_person: str | None = None) -> Verdict:
         item = self._target(decision)
         holder = item.claimant(now)
         if holder is not None and holder != decision.by:
@@ -181,16 +189,18 @@ class Pauses(BaseModel):
             )
         if isinstance(decision, Answer):
             if item.kind == "question":  # names approvers only when it decides a call that waited for them
-                self._check_decider(item, decision, groups)
+                self._check_decider(item, decision, groups, for_person)
+            elif for_person is not None:
+                raise Refusal(f"{decision.by} may answer only a question that waits for {for_person}", code="forbidden")
             return self._answer(item, decision, now)
-        self._check_decider(item, decision, groups)
+        self._check_decider(item, decision, groups, for_person)
         if isinstance(decision, Reject):
             return self._reject(item, decision, now)
         if item.kind == "question":
             raise Refusal(f"{item.call_id} is a question; answer it (or reject to decline)", code="invalid")
         if item.kind == "review":
             return self._pass_review(item, decision, now)
-        return self._approve(item, decision, catalog, now)
+        return self._approve(item, decision, catalog, now, for_person)
 
     def _answer(self, item: PendingCall, decision: Answer, now: datetime) -> Settlement:
         if item.kind != "question":
@@ -225,19 +235,29 @@ class Pauses(BaseModel):
         text = f"A person ({decision.by or 'unnamed'}) edited this result before you saw it.\n\n{edited}{comment}"
         return _settle(item, "edited", now, decision.by, result=text, comment=decision.comment)
 
-    def _approve(self, item: PendingCall, decision: Approve, catalog: ToolCatalog, now: datetime) -> Verdict:
+    def _approve(self, item: PendingCall, decision: Approve, catalog: ToolCatalog, now: datetime,
+                 for_person: str | None = None) -> Verdict:
         if decision.result is not None:
             raise Refusal(f"{item.call_id} has not run yet; edit its args, not its result", code="invalid")
         edited = None if decision.args is None or decision.args == item.args else _validated_args(catalog, item, decision.args)
         if decision.remember and item.remember_allowed is False:
             raise Refusal(f"the operator's policy does not let a decision on {item.tool} be remembered", code="forbidden")
+        if decision.remember and for_person is not None:
+            raise Refusal(f"a decision for {for_person} is not remembered; approve it without remember", code="invalid")
         if decision.remember and item.required_approvals > 1:
             raise Refusal(f"{item.tool} needs {item.required_approvals} approvals; one person cannot remember it", code="invalid")
         if item.required_approvals > 1 and decision.by is None:
             raise Refusal(f"{item.tool} needs {item.required_approvals} distinct approvers: say who you are (by)", code="forbidden")
         approvals = [] if edited is not None else list(item.approvals)
-        if decision.by is not None and decision.by in approvals:
+        if for_person is not None:
+            twice = second_vote_refusal(approvals, [] if edited is not None else item.stood_in or [], decision.by, for_person)
+            if twice is not None:
+                raise Refusal(twice, code="forbidden")
+        elif decision.by is not None and decision.by in approvals:
             raise Refusal(f"{decision.by} already approved {item.call_id}; it needs another person", code="forbidden")
+        elif decision.by is not None and decision.by in (item.stood_in or []) and edited is None:
+            raise Refusal(f"{decision.by} already approved {item.call_id} for someone else; it needs another person",
+                          code="forbidden")
         count = len(approvals) + 1
         rule = f"{count} of {item.required_approvals} approvals" if item.required_approvals > 1 else None
         if count < item.required_approvals and decision.by is not None:
@@ -258,11 +278,17 @@ class Pauses(BaseModel):
             comment=decision.comment, remember=decision.remember,
         )
 
-    def _check_decider(self, item: PendingCall, decision: Approve | Reject | Answer | Claim, groups: tuple[str, ...] = ()) -> None:
+    def _check_decider(self, item: PendingCall, decision: Approve | Reject | Answer | Claim, groups: tuple[str, ...] = (),
+                       for_person: str | None = None) -> None:
         """Who may decide the call (workflows/deciders.py: the rule the API and the inboxes share);
-        `groups`: those the decision's proof vouches its person is in."""
-        refusal = refusal_to_decide(item, decision.by, decision.verb,
-                                    expand=proven_members(decision.by, groups) if groups else None)
+        `groups`: those the decision's proof vouches its person is in; `for_person`: whom it decides
+        for as their stand-in (workflows/stand_ins.py: the rules hold for both)."""
+        if for_person is not None:
+            refusal = (refusal_to_stand_in(item, decision.by, for_person, decision.verb) if decision.by is not None
+                       else "a stand-in must say who they are (by)")
+        else:
+            refusal = refusal_to_decide(item, decision.by, decision.verb,
+                                        expand=proven_members(decision.by, groups) if groups else None)
         if refusal is not None:
             raise Refusal(refusal, code="forbidden")
 
@@ -299,7 +325,10 @@ class Pauses(BaseModel):
         item = next(item for item in self.open if item.call_id == verdict.call_id)
         if verdict.args is not None:
             item.args, item.args_sha256, item.approvals = verdict.args, args_sha256(verdict.args), []
-        item.approvals.append(verdict.by)
+            item.stood_in = None
+        item.approvals.append(verdict.for_person or verdict.by)
+        if verdict.for_person is not None:
+            item.stood_in = [*(item.stood_in or []), verdict.by]
 
     def settle(self, settlement: Settlement) -> None:
         self.open = [item for item in self.open if item.call_id != settlement.call_id]

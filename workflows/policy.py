@@ -44,6 +44,9 @@ class ToolRule(BaseModel):
     required_approvals: Annotated[int, Field(ge=1, le=20)] | None = None
     four_eyes: bool = False
     remember: bool = True
+    # Whether people may hand their decisions on these tools to a stand-in (workflows/stand_ins.py);
+    # unset: as the policy's own `delegation` says.
+    delegation: bool | None = None
 
 
 class SessionRule(BaseModel):
@@ -123,6 +126,9 @@ class OperatorPolicy(BaseModel):
     # approvers then keep the policy's group names beside their members, for the session to match.
     groups_from_identity: bool = False
     rubber_stamp: RubberStamp = Field(default_factory=RubberStamp)
+    # Whether people may hand their decisions to a stand-in while away (POST /people/me/delegations),
+    # on every tool; a tool's own `delegation` says otherwise for it.
+    delegation: bool = False
 
     # ------------------------------------------------------------ people
 
@@ -156,6 +162,19 @@ class OperatorPolicy(BaseModel):
 
     def is_operator(self, person: str | None) -> bool:
         return person is not None and person in self.expand(self.operators)
+
+    def knows(self, person: str) -> bool:
+        """Whether the policy names the person: in a group, as an operator, an approver or a starter."""
+        named = [f"@{group}" for group in self.groups] + self.operators + self.sessions.may_start
+        for rule in self.tools.values():
+            named += rule.approvers or []
+        return person != ANYONE and person in self.expand(named)
+
+    def allows_delegation(self, tool: str) -> bool:
+        """Whether a stand-in may decide `tool` for someone (a tool's own word first)."""
+        found = self.rule_for(tool)
+        own = found[1].delegation if found is not None else None
+        return self.delegation if own is None else own
 
     def may_start(self, person: str | None) -> bool:
         allowed = self.sessions.may_start

@@ -24,7 +24,7 @@ from typing import Literal
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 VERSION = "v1"
 FRESH_FOR = timedelta(minutes=15)  # a proof older (or newer, clocks drift) than this is refused
@@ -40,7 +40,7 @@ class ProofError(Exception):
 class DecisionClaims(BaseModel):
     """What the API vouches for."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
     session_id: str
     call_id: str
@@ -64,6 +64,9 @@ class DecisionClaims(BaseModel):
     # `groups_from_identity`): a call naming one of them as approvers is the person's to decide.
     # Absent unless the policy takes groups from identity.
     groups: list[str] | None = None
+    # The person `by` decides for, as their stand-in (workflows/stand_ins.py): the API signs it only
+    # while a hand-over from them to `by` covers the call's tool. Absent for one's own decision.
+    for_: str | None = Field(None, alias="for")
 
 
 def _b64(data: bytes) -> str:
@@ -84,13 +87,14 @@ def sign_decision(
     key: Ed25519PrivateKey, key_id: str, *, session_id: str, call_id: str, action: ProofAction, by: str,
     args_sha256: str, now: datetime | None = None, decision_sha256: str | None = None,
     run_id: str | None = None, chain: str | None = None, groups: list[str] | None = None,
+    for_: str | None = None,
 ) -> str:
     """The `proof` a decision carries, for `by`, about this session, call, verb, arguments and the
     whole decision."""
     claims = DecisionClaims(
         session_id=session_id, call_id=call_id, action=action, by=by, args_sha256=args_sha256,
         nonce=secrets.token_hex(16), issued_at=int((now or datetime.now(timezone.utc)).timestamp()),
-        decision_sha256=decision_sha256, run_id=run_id, chain=chain, groups=groups,
+        decision_sha256=decision_sha256, run_id=run_id, chain=chain, groups=groups, for_=for_,
     )
     body = _b64(json.dumps(claims.model_dump(exclude_none=True), sort_keys=True, separators=(",", ":")).encode())
     signed = f"{VERSION}.{key_id}.{body}".encode()

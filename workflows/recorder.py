@@ -101,7 +101,8 @@ class Recorder:
         })
         self.record(
             AUDIT_EVENT[settlement.outcome], settlement.call_id, settlement.tool, settlement.args_sha256,
-            by=settlement.by, via=settlement.via or audit_via, comment=settlement.comment, rule=settlement.rule,
+            by=settlement.by, for_=settlement.for_person, via=settlement.via or audit_via, comment=settlement.comment,
+            rule=settlement.rule,
             reason=settlement.result if settlement.outcome not in ("approved", "edited", "answered") else None,
         )
         self.notices.notify_settled(settlement)

@@ -89,6 +89,9 @@ class Notification(BaseModel):
     # (hitl/access.py's rule). None from a run started before the workflow said so.
     owner: str | None = None
     participants: list[str] | None = None
+    # Stand-ins of the people it is for (delegate -> delegator, workflows/stand_ins.py): filled by
+    # the notify activity from the book of stand-ins, never sent by the workflow.
+    stand_ins: dict[str, str] | None = Field(default=None, exclude=True)
 
 
 class SessionFacts(BaseModel):

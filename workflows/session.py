@@ -49,12 +49,15 @@ class AuditEvent(BaseModel):
     """One line of the audit (the `audit` query, GET /sessions/{id}/audit): a request, a decision or a
     refusal, every key always there, null when it does not apply."""
 
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
     at: datetime
     event: AuditEventKind
     call_id: str | None = None
     tool: str | None = None
     args_sha256: str | None = None
     by: str | None = None
+    for_: str | None = Field(None, alias="for")  # whom `by` decided for, as their stand-in (workflows/stand_ins.py)
     via: str | None = None  # the door a decision came through, when it said
     reason: str | None = None
     comment: str | None = None

@@ -30,7 +30,9 @@ from temporalio.converter import PayloadCodec
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.service import RPCError
 
-from hitl.api import bulk, calls, codec, decide_links, events, inbox, people, sessions, slack, stats, web, web_sign_in as sign_in_routes
+from hitl.api import (
+    bulk, calls, codec, decide_links, delegations, events, inbox, people, sessions, slack, stats, web, web_sign_in as sign_in_routes,
+)
 from hitl.access import Policy
 from hitl.api.auth import StreamTickets, TokenBook, TokenFileError, hide_queries_from_access_log
 from hitl.api.body_limit import BodyLimit
@@ -124,7 +126,8 @@ def create_app(
     app.add_middleware(BodyLimit)  # added late: it runs before anything reads a body
     observe(app)  # around it (reading no body), when operators ask for metrics or traces (docs/observability.md)
     app.include_router(codec.router)
-    for resource in (sessions, calls, bulk, inbox, events, people, web, slack, sign_in_routes, decide_links, stats):
+    app.state.stand_in_grant = delegations.stand_in_grant  # every door's decision may be a stand-in's
+    for resource in (sessions, calls, bulk, inbox, events, people, delegations, web, slack, sign_in_routes, decide_links, stats):
         app.include_router(resource.router)
     for router in protocol_routers(os.environ):
         app.include_router(router)

@@ -63,16 +63,17 @@ class ClaimBody(BaseModel):
 
 
 def proof_for(request: Request, session_id: str, call_id: str, verb: ProofAction, person: str, sha: str,
-              decision_sha256: str, run: Run) -> str:
+              decision_sha256: str, run: Run, for_person: str | None = None) -> str:
     """A proof for `person`, bound to this run of the session and its chain of runs, this call and
-    verb, the arguments the person saw and the whole decision (workflows/proofs.py)."""
+    verb, the arguments the person saw and the whole decision (workflows/proofs.py); `for_person`:
+    whom they decide for as their stand-in (hitl/api/delegations.py found the hand-over)."""
     key_id, key = request.app.state.signer()
     policy = policy_of(request)
     # The groups the caller's OpenID token vouched for reach the session only in their proof.
     groups = policy.groups_of(person) if policy is not None and getattr(policy, "groups_from_identity", False) else None
     return sign_decision(key, key_id, session_id=session_id, call_id=call_id, action=verb, by=person,
                          args_sha256=sha, now=now(), decision_sha256=decision_sha256, run_id=run.run_id,
-                         chain=run.chain, groups=groups or None)
+                         chain=run.chain, groups=groups or None, for_=for_person)
 
 
 async def decide(request: Request, session_id: str, call_id: str, verb: Verb, grant: Grant,
@@ -96,7 +97,7 @@ async def decide(request: Request, session_id: str, call_id: str, verb: Verb, gr
     except Refusal as refusal:
         raise HTTPException(422, str(refusal)) from None
     return await send_signed(request, session_id, INBOUND[verb].update, payload, lambda run: proof_for(
-        request, session_id, call_id, verb, person, sha, digest, run), issued_in)
+        request, session_id, call_id, verb, person, sha, digest, run, grant.for_person), issued_in)
 
 
 def given(body: BaseModel) -> dict[str, Any]:

@@ -39,6 +39,8 @@ class Grant:
     # Someone who may not read the session but decides calls of its children (their approver):
     # the calls, as the session lists them, that they may see; None for whoever reads it all.
     only_calls: tuple[str, ...] | None = None
+    # Whom the person decides the call for, as their stand-in (hitl/api/delegations.py).
+    for_person: str | None = None
 
 
 def policy_as_written(request: Request) -> Policy | None:
@@ -178,6 +180,21 @@ async def grant_on_call(request: Request, session_id: str, call_id: str, person:
     token (a Slack user that `people` maps, hitl/api/slack.py; an email link's person,
     hitl/api/decide_links.py). `issued_in`: the chain of runs the link or button was issued in;
     a session of another chain under the same id answers 410."""
+    try:
+        return await own_grant_on_call(request, session_id, call_id, person, verb, issued_in)
+    except HTTPException as refused:
+        # Not theirs: perhaps theirs to decide for someone away (hitl/api/delegations.py, set by the
+        # app: that module reads this one).
+        for_someone = getattr(request.app.state, "stand_in_grant", None)
+        if for_someone is None or refused.status_code not in (403, 404):
+            raise
+        granted: Grant = await for_someone(request, session_id, call_id, person, verb, refused)
+        return granted
+
+
+async def own_grant_on_call(request: Request, session_id: str, call_id: str, person: str, verb: str,
+                            issued_in: str | None = None) -> Grant:
+    """The grant to decide the call as oneself (the access table's rule)."""
     action: Action = "claim" if verb in ("claim", "release") else "decide"
     session = await session_facts(request, session_id)
     refuse_other_chain(session_id, issued_in, session.chain)

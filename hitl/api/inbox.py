@@ -23,8 +23,10 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from hitl.access import Policy, SessionFacts, waits_for_person
 from hitl.api.auth import caller
+from hitl.api.delegations import delegators_for, waits_for_stand_in
 from hitl.api.gateway import temporal
 from hitl.api.guard import policy_of
+from workflows.stand_ins import StandIn
 from hitl.client.inbox import (
     LIMIT, MEMO_KEY, InboxItem, UnreadableMemo, escaped, executions, items_of, visibility_query,
 )
@@ -54,7 +56,8 @@ async def inbox(
     gateway = temporal(request)
     client = await gateway.get()
     policy = policy_of(request)
-    query = visibility_query(await gateway.queue()) + approvers_filter(person, policy)
+    received = await delegators_for(request, person)
+    query = visibility_query(await gateway.queue()) + approvers_filter(person, policy, [s.from_ for s in received])
     try:
         async with request.app.state.reads.slot(person):  # one of the person's reads (hitl/api/reading.py)
             rows = await listed(client, query)
@@ -63,11 +66,23 @@ async def inbox(
             raise HTTPException(503, f"this namespace lacks the sessions' search attributes ({error.message})") from None
         raise
     now = datetime.now(timezone.utc)
-    items = wanted.kept(at_its_root(item) for session, item in rows if decides(person, session, item, policy))
+    items = wanted.kept(row for session, item in rows if (row := listed_for(request, person, session, item, policy, received)))
     for item in items:
         item.age_seconds = max(0.0, (now - item.requested_at).total_seconds())
     items.sort(key=lambda item: (item.requested_at, item.session_id, item.call_id))
     return items[:LIMIT]
+
+
+def listed_for(request: Request, person: str, session: SessionFacts, item: InboxItem, policy: Policy | None,
+               received: list[StandIn]) -> InboxItem | None:
+    """The row as the caller sees it: theirs to decide, or someone's they stand in for (marked
+    `for`: a sub-agent's call is left to its own approvers); None when neither."""
+    if decides(person, session, item, policy):
+        return at_its_root(item)
+    if not received or "/" in item.session_id:
+        return None
+    for_person = waits_for_stand_in(request, received, person, item.model_dump(), session)
+    return item.model_copy(update={"for_": for_person}) if for_person is not None else None
 
 
 def at_its_root(item: InboxItem) -> InboxItem:
@@ -80,9 +95,12 @@ def at_its_root(item: InboxItem) -> InboxItem:
     return item.model_copy(update={"session_id": root, "call_id": f"{item.session_id}/{item.call_id}"})
 
 
-def approvers_filter(person: str, policy: Policy | None) -> str:
-    """Sessions whose calls may name `person`: by name, by one of their groups, or nobody named."""
-    names = [person, *(f"@{group}" for group in (policy.groups_of(person) if policy is not None else []))]
+def approvers_filter(person: str, policy: Policy | None, stood_in_for: list[str] | None = None) -> str:
+    """Sessions whose calls may name `person` or someone they stand in for: by name, by one of
+    their groups, or nobody named."""
+    names: list[str] = []
+    for someone in dict.fromkeys([person, *(stood_in_for or [])]):
+        names += [someone, *(f"@{group}" for group in (policy.groups_of(someone) if policy is not None else []))]
     listed = ", ".join(f'"{escaped(name)}"' for name in names)
     return f" AND (HitlApprovers IN ({listed}) OR HitlApprovers IS NULL)"
 

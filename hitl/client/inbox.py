@@ -53,9 +53,12 @@ class InboxItem(PendingItem):
     session's memo keeps it (workflows/visibility.py: arguments over 2,000 bytes dropped, no clocks),
     with the session it waits in and for how long it has waited."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, serialize_by_alias=True)
 
     session_id: str
+    # Whom the caller would decide it for, as their stand-in (hitl/api/delegations.py); unset when
+    # it is the caller's own to decide.
+    for_: str | None = Field(default=None, alias="for")
     args_truncated: bool = False  # the memo drops arguments over 2,000 bytes: `pending` has them whole
     age_seconds: float = 0.0
     # Not in the memo (the reminder and escalation clocks) nor said by the inbox (the API's words on

@@ -28,6 +28,8 @@ LEFT_TO_USER = {
     "HITL_TOOL_MODULES": "your own tools need your own image",
     "HITL_WORKER_IDENTITY": "the SDK's <pid>@<container> is unique per replica",
     "HITL_CONNECT_PATIENCE_SECONDS": "the default (60 s) outlasts the bundled Temporal's start, and compose restarts a worker that gave up",
+    "HITL_API_URL": "the API a person's `starter.py delegate` speaks to, on their own machine",
+    "HITL_API_TOKEN": "a person's own bearer token, for `starter.py delegate` on their own machine",
     "HITL_API_HOST": "set on the api service only",
     "HITL_API_PORT": "set on the api service only",
     "HITL_UI_PORT": "the demo's own dev server only (./demo.sh); compose runs its own Temporal",
