@@ -90,11 +90,14 @@ JSON_VALUES = st.recursive(st.none() | st.booleans() | st.floats() | st.integers
                            max_leaves=20)
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.sampled_from(["data", "seq", "prev", "kind", "hash", "signature"]), JSON_VALUES)
-def test_any_value_in_a_signed_records_field_gives_a_verdict(name: str, value: object) -> None:
-    record = json.loads(FIRST)
-    unchanged = record[name] == value and type(record[name]) is type(value)
-    record[name] = value
-    lines = [HEADER, json.dumps(record), SECOND, SEAL]
+@settings(max_examples=400, deadline=None)
+@given(st.integers(min_value=0, max_value=3),
+       st.sampled_from(["data", "seq", "prev", "kind", "hash", "signature", "format", "key_id", "count", "last"]),
+       JSON_VALUES)
+def test_any_value_in_any_field_of_any_line_gives_a_verdict(at: int, name: str, value: object) -> None:
+    lines = list(LINES)
+    line = json.loads(lines[at])
+    unchanged = name in line and line[name] == value and type(line[name]) is type(value)
+    line[name] = value
+    lines[at] = json.dumps(line)
     assert verify_bundle("\n".join(lines), KEY.public_key()).intact == unchanged
