@@ -114,6 +114,7 @@ def create_app(
     app.state.slack = slack.slack_door(channels_from_env(), os.environ) if isinstance(slack_door, str) else slack_door
     app.state.used_links = decide_links.UsedLinks(app.state.api_state)
     app.state.decision_metrics = stats.DecisionMetrics()  # counts decisions made from now on (GET /metrics)
+    app.state.scrape_token = stats.scrape_token_from_env()
     app.add_middleware(
         CORSMiddleware,
         allow_origins=ui_origins(),

@@ -17,7 +17,7 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from hitl.access import is_operator
-from hitl.api.auth import bearer_token, caller, identity
+from hitl.api.auth import TokenFileError, bearer_token, caller, identity
 from hitl.api.decision_metrics import DecisionMetrics
 from hitl.api.gateway import temporal
 from hitl.api.guard import policy_as_written, policy_of
@@ -26,6 +26,16 @@ from workflows.policy import OperatorPolicy
 
 router = APIRouter(tags=["stats"])
 METRICS_TOKEN = "HITL_METRICS_TOKEN"
+SHORTEST_SCRAPE_TOKEN = 16  # as people's tokens: it reads every decider's figures
+
+
+def scrape_token_from_env() -> str | None:
+    """HITL_METRICS_TOKEN, read once at start; one too short to resist guessing stops the API."""
+    token = os.environ.get(METRICS_TOKEN, "").strip()
+    if token and len(token) < SHORTEST_SCRAPE_TOKEN:
+        raise TokenFileError(f"{METRICS_TOKEN} is shorter than {SHORTEST_SCRAPE_TOKEN} characters; "
+                             "use e.g. `openssl rand -hex 24`")
+    return token or None
 
 
 def operator_only(request: Request, person: str) -> None:
@@ -64,7 +74,7 @@ def decision_metrics(request: Request) -> DecisionMetrics:
 
 async def may_scrape(request: Request, authorization: str | None = Header(default=None)) -> None:
     """The scrape token, else an operator's credentials (401 or 403 otherwise)."""
-    expected = os.environ.get(METRICS_TOKEN, "").strip()
+    expected: str | None = request.app.state.scrape_token
     sent = bearer_token(authorization)
     if expected and sent is not None and hmac.compare_digest(sent.encode(), expected.encode()):
         return

@@ -30,6 +30,9 @@ from workflows.policy import OperatorPolicy, RubberStamp
 
 DEFAULT_PERIOD = timedelta(days=7)
 LONGEST_PERIOD = timedelta(days=366)
+# Times a visibility query names (RFC 3339, four-digit years, not before Unix time) with room for a period.
+EARLIEST = datetime(1970, 1, 1, tzinfo=timezone.utc)
+LATEST = datetime(9999, 1, 1, tzinfo=timezone.utc)
 SESSIONS_READ = 2_000  # sessions one read goes through at most
 CONCURRENT_READS = 8  # audits read at once (each query of a closed session replays it on a worker)
 
@@ -55,7 +58,13 @@ def iso_time(value: str | None, name: str) -> datetime | None:
         parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
         raise PeriodError(f"{name}: not an ISO 8601 time ({value[:40]!r}); e.g. 2026-03-01T00:00:00Z") from None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
+    try:
+        at = (parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+    except OverflowError:
+        at = None
+    if at is None or not EARLIEST <= at <= LATEST:
+        raise PeriodError(f"{name}: {value[:40]!r} is out of range ({EARLIEST.year} to {LATEST.year - 1})")
+    return at
 
 
 def period(since: str | None, until: str | None, now: datetime | None = None) -> tuple[datetime, datetime]:

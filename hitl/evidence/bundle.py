@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
@@ -80,7 +80,7 @@ def load_public_key(path: str) -> Ed25519PublicKey:
         key = serialization.load_pem_public_key(Path(path).read_bytes())
     except OSError as error:
         raise EvidenceError(f"--public-key {path}: cannot read it: {error.strerror or error}") from None
-    except ValueError as error:
+    except (ValueError, UnsupportedAlgorithm) as error:
         raise EvidenceError(f"--public-key {path}: not a PEM public key ({error})") from None
     if not isinstance(key, Ed25519PublicKey):
         raise EvidenceError(f"--public-key {path}: not an Ed25519 public key")
@@ -126,7 +126,10 @@ def _check_line(line: dict[str, Any], key: Ed25519PublicKey) -> bool:
     body = {name: value for name, value in line.items() if name not in ("hash", "signature")}
     if not isinstance(line.get("hash"), str) or not isinstance(line.get("signature"), str):
         return False
-    if sha256_hex(body) != line["hash"]:
+    try:
+        if sha256_hex(body) != line["hash"]:
+            return False
+    except ValueError:  # a value no signed line holds: a lone surrogate, a NaN
         return False
     try:
         key.verify(base64.b64decode(line["signature"], validate=True), bytes.fromhex(line["hash"]))
@@ -135,24 +138,44 @@ def _check_line(line: dict[str, Any], key: Ed25519PublicKey) -> bool:
     return True
 
 
-def _parsed(text: str) -> list[dict[str, Any] | None]:
-    lines: list[dict[str, Any] | None] = []
-    for raw in text.splitlines():
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = None
-        lines.append(value if isinstance(value, dict) else None)
-    return lines
+class Unreadable(str):
+    """Why a line of the bundle could not be read as one JSON object."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are each given once: a line that names a key twice reads as one thing
+    to this verifier and as another to a reader that keeps the first value."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise KeyError("twice")
+    return value
+
+
+def _line(raw: str) -> dict[str, Any] | Unreadable:
+    try:
+        value = json.loads(raw, parse_constant=_refuse_constant, object_pairs_hook=_keys_once)
+    except KeyError:
+        return Unreadable("a key appears twice in it")
+    except RecursionError:
+        return Unreadable("it is nested too deeply to read")
+    except ValueError:
+        return Unreadable("it is no longer JSON")
+    return value if isinstance(value, dict) else Unreadable("it is no longer JSON")
+
+
+def _parsed(text: str) -> list[dict[str, Any] | Unreadable]:
+    return [_line(raw) for raw in text.splitlines() if raw.strip()]
 
 
 def verify_bundle(text: str, key: Ed25519PublicKey) -> Verdict:
     """Check every line against the key and the chain; name the first record altered, missing or
     out of order. Needs nothing but the bundle and the public key."""
     lines = _parsed(text)
-    if not lines or lines[0] is None or lines[0].get("kind") != "header":
+    if not lines or isinstance(lines[0], Unreadable) or lines[0].get("kind") != "header":
         return Verdict(False, 0, "line 1: not a bundle header")
     header = lines[0]
     if header.get("format") != FORMAT:
@@ -162,24 +185,24 @@ def verify_bundle(text: str, key: Ed25519PublicKey) -> Verdict:
             return Verdict(False, 0, "line 1: the bundle was signed with another key (key_id "
                                      f"{str(header.get('key_id'))[:16]}..., this key {key_id(key)[:16]}...)")
         return Verdict(False, 0, "line 1: the header was altered")
-    sequence_at = {line.get("seq"): number for number, line in enumerate(lines, start=1)
-                   if line is not None and line.get("kind") == "record"}
+    sequence_at = {line["seq"]: number for number, line in enumerate(lines, start=1)
+                   if isinstance(line, dict) and line.get("kind") == "record" and type(line.get("seq")) is int}
     previous, expected = header["hash"], 1
     for number, line in enumerate(lines[1:], start=2):
-        if line is None:
-            return Verdict(False, expected - 1, f"line {number} (record {expected}): altered, it is no longer JSON")
+        if isinstance(line, Unreadable):
+            return Verdict(False, expected - 1, f"line {number} (record {expected}): altered, {line}")
         if line.get("kind") == "seal":
             return _check_seal(line, number, previous, expected - 1, lines, key)
         if line.get("kind") != "record" or not _check_line(line, key):
             return Verdict(False, expected - 1, f"line {number} (record {expected}): altered, "
                                                 "its content does not match its signature")
-        if line["seq"] != expected:
+        if line.get("seq") != expected:
             if expected in sequence_at:
-                return Verdict(False, expected - 1, f"line {number}: record {line['seq']} is out of order "
+                return Verdict(False, expected - 1, f"line {number}: record {line.get('seq')} is out of order "
                                                     f"(record {expected} is at line {sequence_at[expected]})")
             return Verdict(False, expected - 1, f"line {number}: record {expected} is missing "
-                                                f"(record {line['seq']} follows record {expected - 1})")
-        if line["prev"] != previous:
+                                                f"(record {line.get('seq')} follows record {expected - 1})")
+        if line.get("prev") != previous:
             return Verdict(False, expected - 1, f"line {number} (record {expected}): does not follow the line "
                                                 "before it (a record from elsewhere, or one removed before it)")
         previous, expected = line["hash"], expected + 1
@@ -187,7 +210,7 @@ def verify_bundle(text: str, key: Ed25519PublicKey) -> Verdict:
 
 
 def _check_seal(seal: dict[str, Any], number: int, previous: str, count: int,
-                lines: list[dict[str, Any] | None], key: Ed25519PublicKey) -> Verdict:
+                lines: list[dict[str, Any] | Unreadable], key: Ed25519PublicKey) -> Verdict:
     if not _check_line(seal, key):
         return Verdict(False, count, f"line {number} (the seal): altered")
     if seal.get("count") != count or seal.get("last") != previous:
@@ -200,4 +223,4 @@ def _check_seal(seal: dict[str, Any], number: int, previous: str, count: int,
 
 def records_of(text: str) -> list[dict[str, Any]]:
     """The records' data, in order (for reading a bundle that verified)."""
-    return [line["data"] for line in _parsed(text) if line is not None and line.get("kind") == "record"]
+    return [line["data"] for line in _parsed(text) if isinstance(line, dict) and line.get("kind") == "record"]

@@ -102,10 +102,24 @@ def export_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def unwritable(path: str) -> str | None:
+    """Why the bundle could not be written at `path`, asked before Temporal is read for it."""
+    target = Path(path)
+    if target.is_dir():
+        return f"{path} is a folder: give the bundle's file"
+    if not target.parent.is_dir():
+        return f"{path}: the folder {target.parent} does not exist"
+    if not os.access(target.parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        return f"{path}: not writable"
+    return None
+
+
 async def export(client: Any, args: argparse.Namespace) -> int:
     from hitl.evidence.gather import gather
 
     try:
+        if problem := unwritable(args.output):
+            raise EvidenceError(problem)
         key = load_private_key(os.environ["HITL_EVIDENCE_KEY"].strip())
     except EvidenceError as error:
         say(f"error: {error}", file=sys.stderr)
@@ -114,7 +128,11 @@ async def export(client: Any, args: argparse.Namespace) -> int:
     records = await gather(client, session=args.session, tree=args.tree, since=args.since, until=until)
     scope: dict[str, Any] = ({"session": args.session, "tree": args.tree} if args.session
                              else {"since": args.since.isoformat(), "until": until.isoformat() if until else None})
-    Path(args.output).write_text(write_bundle(records, key, scope), encoding="utf-8")
+    try:
+        Path(args.output).write_text(write_bundle(records, key, scope), encoding="utf-8")
+    except OSError as error:
+        say(f"error: {args.output}: cannot write it: {error.strerror or error}", file=sys.stderr)
+        return 2
     say(f"wrote {args.output}: {len(records)} records, signed; check it with "
         f"`starter.py evidence verify {args.output} --public-key KEY.pub`")
     return 0

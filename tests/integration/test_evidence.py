@@ -72,3 +72,18 @@ async def test_a_real_runs_bundle_verifies_alone_and_names_what_was_tampered_wit
         1, "NOT intact: line 3: record 2 is missing (record 3 follows record 1)\n")
     swapped = lines[:2] + [lines[3], lines[2]] + lines[4:]
     assert await verify("".join(swapped)) == (1, "NOT intact: line 3: record 3 is out of order (record 2 is at line 4)\n")
+
+
+@pytest.mark.parametrize("where", ["a missing folder", "a folder"])
+async def test_a_bundle_file_that_cannot_be_written_is_one_line_not_a_traceback(
+    env: WorkflowEnvironment, tmp_path: Path, where: str,
+) -> None:
+    key = tmp_path / "operator.key"
+    assert (made := await run_starter("evidence", "key", "-o", str(key))).returncode == 0, made.stderr
+    output = tmp_path / "missing" / "bundle.jsonl" if where == "a missing folder" else tmp_path
+    exported = await run_starter("evidence", "--since", "2026-01-01T00:00:00Z", "-o", str(output),
+                                 TEMPORAL_ADDRESS=env.client.service_client.config.target_host,
+                                 HITL_EVIDENCE_KEY=str(key))
+    assert "Traceback" not in exported.stderr, exported.stderr[-800:]
+    assert exported.returncode == 2 and exported.stderr.count("\n") == 1, exported.stderr
+    assert exported.stderr.startswith("error: ") and str(output) in exported.stderr, exported.stderr
