@@ -261,21 +261,20 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
 async def approve(session: Session, args: argparse.Namespace) -> int:
     """`--args` and `--set` name only what changes: merged over the arguments of the call they edit,
     what changes shown before the session hears of it, and sent with the digest of the arguments
-    they were based on, so a change in between is refused. A call that cannot be read is sent as
-    given, for the session to judge."""
+    they were based on, so a change in between is refused. A call whose arguments cannot be read
+    is not approved at all: sent alone, the changes would run the tool with defaults nobody saw."""
     if args.args is None and not args.changes:
         return await update(session.approve(args.call_id, by=args.by, comment=args.comment), args.json)
     changes = {**(args.args or {}), **dict(args.changes or [])}
-    call_id, expected = args.call_id, None
-    base: dict[str, Any] = {}
     try:
         call_id, base, expected = await session.approval_to_edit(args.call_id)
-    except (RPCError, WorkflowQueryFailedError, Refused):
-        pass
-    else:
-        if not args.json:
-            for line in args_diff(base, {**base, **changes}) or ["(the same as the model's arguments)"]:
-                say(f"edit: {line}")
+    except (RPCError, WorkflowQueryFailedError, Refused) as error:
+        reason = error.reason if isinstance(error, Refused) else str(error)
+        say(f"refused: cannot read the call's arguments to edit ({reason}); nothing was sent", file=sys.stderr)
+        return 2
+    if not args.json:
+        for line in args_diff(base, {**base, **changes}) or ["(the same as the model's arguments)"]:
+            say(f"edit: {line}")
     return await update(session.approve(call_id, by=args.by, args={**base, **changes}, expected_args_sha256=expected,
                                         comment=args.comment), args.json)
 

@@ -93,6 +93,8 @@ async def test_approve_set_on_the_command_line_changes_one_argument(env: Workflo
         shell = {"TEMPORAL_ADDRESS": env.client.service_client.config.target_host, "HITL_TASK_QUEUE": h.task_queue}
         bad = await starter(shell, "approve", session.id, "--set", "amount")
         assert bad.returncode == 2 and "--set" in bad.stderr and "k=v" in bad.stderr, bad.stderr
+        unread = await starter(shell, "approve", session.id, "--call", "no-such-call", "--set", "amount=90")
+        assert unread.returncode == 2 and "nothing was sent" in unread.stderr, unread.stderr
         approved = await starter(shell, "approve", session.id, "--set", "amount=90", "--by", "ana")
         assert approved.returncode == 0, approved.stderr
         assert "edit: amount: 250 -> 90" in approved.stdout and "order_id" not in approved.stdout, approved.stdout
