@@ -82,7 +82,8 @@ async def starter_stats(api: Api, *args: str) -> Any:
     env = {**os.environ, "TEMPORAL_ADDRESS": api.agent.client.service_client.config.target_host,
            "HITL_TASK_QUEUE": api.agent.task_queue}
     process = await asyncio.create_subprocess_exec(
-        sys.executable, str(ROOT / "starter.py"), "stats", *args, cwd=ROOT, env=env,
+        # Its own task queue: the suite's other sessions share the dev server (the default is the namespace).
+        sys.executable, str(ROOT / "starter.py"), "stats", "--task-queue", api.agent.task_queue, *args, cwd=ROOT, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(process.communicate(), 60)
     return process.returncode, out.decode(), err.decode()
