@@ -125,9 +125,8 @@ async def run_facts(client: Client, events: list[HistoryEvent], facts: RunFacts)
                     facts.decisions.append(sent)
 
 
-async def session_facts(client: Client, session_id: str) -> RunFacts:
-    """Every run of the session, newest back to the first, read from its history."""
-    facts = RunFacts()
+async def run_histories(client: Client, session_id: str) -> list[list[HistoryEvent]]:
+    """The events of every run of the session, from the first run to the newest."""
     handle = client.get_workflow_handle(session_id)
     run_id: str | None = (await handle.describe(rpc_timeout=RPC)).run_id
     histories = []
@@ -136,9 +135,27 @@ async def session_facts(client: Client, session_id: str) -> RunFacts:
         histories.append(list(history.events))
         started = histories[-1][0].workflow_execution_started_event_attributes
         run_id = started.continued_execution_run_id or None
-    for events in reversed(histories):
+    return list(reversed(histories))
+
+
+async def session_facts(client: Client, session_id: str) -> RunFacts:
+    """Every run of the session, from the first to the newest, read from its history."""
+    facts = RunFacts()
+    for events in await run_histories(client, session_id):
         await run_facts(client, events, facts)
     return facts
+
+
+def started_children(histories: list[list[HistoryEvent]]) -> list[str]:
+    """The sessions these runs started as children, as Temporal recorded each start."""
+    children: list[str] = []
+    for events in histories:
+        for event in events:
+            if event.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
+                child = event.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
+                if child not in children:
+                    children.append(child)
+    return children
 
 
 async def session_records(client: Client, session_id: str, *, own_rows_only: bool = False,
@@ -168,14 +185,13 @@ async def session_records(client: Client, session_id: str, *, own_rows_only: boo
 
 
 async def tree_ids(client: Client, root: str) -> list[str]:
-    """The root and every session below it that made itself known in an audit: children report
-    their requests and decisions to their parent, so the root's audit names them all."""
+    """The root and every session below it, parents before their children. The children are the
+    ones each session's own history says it started (a child that has not reported anything to its
+    parent yet, or has nothing to report, is part of the tree all the same)."""
     seen, todo = [root], [root]
     while todo:
-        rows = await read_all(client, todo.pop(), AUDIT_PAGE.name, "events")
-        for row in rows:
-            child = row.get("session_id")
-            if isinstance(child, str) and child not in seen and child.startswith(root + "/"):
+        for child in started_children(await run_histories(client, todo.pop(0))):
+            if child not in seen:
                 seen.append(child)
                 todo.append(child)
     return seen
