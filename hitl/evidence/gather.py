@@ -161,8 +161,11 @@ def started_children(histories: list[list[HistoryEvent]]) -> list[str]:
 async def session_records(client: Client, session_id: str, *, own_rows_only: bool = False,
                           since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
     """The session's audit rows as evidence records. `own_rows_only` leaves out what a child
-    reported (its own session is exported beside it)."""
+    reported (its own session is exported beside it). The histories are read only when a row falls
+    in the period: an idle session costs one query."""
     rows = await read_all(client, session_id, AUDIT_PAGE.name, "events")
+    if not any(_within(row, since, until) for row in rows):
+        return []
     facts = await session_facts(client, session_id)
     records = []
     for row in rows:
@@ -178,10 +181,14 @@ async def session_records(client: Client, session_id: str, *, own_rows_only: boo
         sent = facts.decision_for(row) if not reported and row.get("event") in DECIDED_BY else None
         if sent is not None:
             record["decision"] = {"expected_args_sha256": sent.expected_args_sha256, "proof_sha256": sent.proof_sha256}
-        at = datetime.fromisoformat(str(row["at"]))
-        if (since is None or at >= since) and (until is None or at < until):
+        if _within(row, since, until):
             records.append(record)
     return records
+
+
+def _within(row: dict[str, Any], since: datetime | None, until: datetime | None) -> bool:
+    at = datetime.fromisoformat(str(row["at"]))
+    return (since is None or at >= since) and (until is None or at < until)
 
 
 async def tree_ids(client: Client, root: str) -> list[str]:
@@ -197,9 +204,12 @@ async def tree_ids(client: Client, root: str) -> list[str]:
     return seen
 
 
-async def sessions_active_in(client: Client, since: datetime, until: datetime | None) -> list[str]:
-    """Sessions with a run open at some time in the period (any run of a chain), by visibility."""
-    query = f"WorkflowType = '{WORKFLOW}' AND (ExecutionStatus = 'Running' OR CloseTime >= '{since.isoformat()}')"
+async def sessions_active_in(client: Client, task_queue: str, since: datetime, until: datetime | None) -> list[str]:
+    """This deployment's sessions (its task queue) with a run open at some time in the period (any
+    run of a chain), by visibility. Another deployment's sessions on the same server are not ours to
+    export, and nothing of ours answers their queries."""
+    query = (f"WorkflowType = '{WORKFLOW}' AND TaskQueue = '{_quoted(task_queue)}'"
+             f" AND (ExecutionStatus = 'Running' OR CloseTime >= '{since.isoformat()}')")
     if until is not None:
         query += f" AND StartTime < '{until.isoformat()}'"
     ids: list[str] = []
@@ -209,14 +219,18 @@ async def sessions_active_in(client: Client, since: datetime, until: datetime | 
     return sorted(ids)
 
 
-async def gather(client: Client, *, session: str | None = None, tree: bool = False,
+def _quoted(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+async def gather(client: Client, *, task_queue: str, session: str | None = None, tree: bool = False,
                  since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
     """The records of one session, of a tree, or of everything decided in a period, in order."""
     if session is not None:
         ids = await tree_ids(client, session) if tree else [session]
     else:
         assert since is not None
-        ids = await sessions_active_in(client, since, until)
+        ids = await sessions_active_in(client, task_queue, since, until)
     limit = asyncio.Semaphore(CONCURRENT_SESSIONS)
 
     async def one(session_id: str) -> list[dict[str, Any]]:

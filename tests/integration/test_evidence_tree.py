@@ -14,7 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.integration.test_sub_agents import JANITOR
 from tests.integration.test_sub_agents_api import delegating_api  # noqa: F401  (a fixture)
-from tests.support.api_server import Api, signing_key  # noqa: F401  (a fixture)
+from tests.support.api_server import Api, api, signing_key  # noqa: F401  (fixtures)
 from tests.support.sessions import eventually
 from tests.support.stack import nobody_listens, run_starter
 
@@ -68,3 +68,33 @@ async def test_a_trees_bundle_holds_each_sessions_own_records_once(
     # The root's audit carries the child's decision as reported; the bundle holds it once, the child's own.
     assert [r for r in records if r["event"] == "approved"] == [decided]
     assert all(r["session_id"] == root for r in records[:len(records) - len(childs)])
+
+
+async def test_a_periods_bundle_keeps_the_records_inside_it(
+    api: Api, env: WorkflowEnvironment, key: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"tools": {"delete_file": {"approval": "always", "approvers": ["bob"]}}}))
+    monkeypatch.setenv("HITL_POLICY", str(policy))
+    (api.agent.workspace / "old.txt").write_text("old\n")
+    started = await api.start("ana", "please delete notes.txt")
+    session, first = started["session_id"], started["pending"][0]["call_id"]
+    async with api.as_("bob") as bob, api.as_("ana") as ana:
+        assert (await bob.post(f"/sessions/{session}/calls/{first}/approve", json={})).status_code == 200
+        await eventually(lambda: ana.get(f"/sessions/{session}"), lambda r: r.json()["state"] == "idle")
+        assert (await ana.post(f"/sessions/{session}/messages", json={"text": "please delete old.txt"})).status_code < 300
+        pending = await eventually(lambda: ana.get(f"/sessions/{session}/pending"), lambda r: len(r.json()) == 1)
+        second = pending.json()[0]["call_id"]
+        assert (await bob.post(f"/sessions/{session}/calls/{second}/reject", json={})).status_code == 200
+        audit = (await ana.get(f"/sessions/{session}/audit")).json()
+    assert [row["event"] for row in audit] == ["requested", "approved", "requested", "rejected"]
+    cut = audit[2]["at"]  # the second request opens the second period
+
+    async def ours(*period: str) -> list[tuple[str, str | None]]:
+        records = await export(env, api, key, tmp_path / "period.jsonl", *period)
+        assert [r["at"] for r in records] == sorted(r["at"] for r in records)
+        return [(r["event"], r.get("call_id")) for r in records if r["session_id"] == session]
+
+    assert await ours("--since", audit[0]["at"], "--until", cut) == [("requested", first), ("approved", first)]
+    assert await ours("--since", cut) == [("requested", second), ("rejected", second)]
+    assert await ours("--since", audit[0]["at"]) == [(row["event"], row["call_id"]) for row in audit]
