@@ -56,14 +56,24 @@ class RunFacts:
     decisions: list[SentDecision] = field(default_factory=list)
 
     def decision_for(self, row: dict[str, Any]) -> SentDecision | None:
-        """The decision payload an audit row records: the first unused one of its verb, call and person."""
-        verb = DECIDED_BY.get(str(row.get("event")))
+        """The decision payload an audit row records: the first unused one of its verb, call and
+        person. A signal the session refused is audited as `refused` and uses up its payload here,
+        so that it is never taken for a later decision's."""
+        verb = DECIDED_BY.get(str(row.get("event"))) or refused_verb(row)
+        if verb is None:
+            return None
         for sent in self.decisions:
             if (not sent.used and sent.verb == verb and sent.by == row.get("by")
                     and sent.call_id in (None, row.get("call_id"))):
                 sent.used = True
                 return sent
         return None
+
+
+def refused_verb(row: dict[str, Any]) -> str | None:
+    """The decision verb of a refused signal's audit row; None for any other row."""
+    signal = row.get("signal")
+    return signal if row.get("event") == "refused" and signal in DECIDED_BY.values() else None
 
 
 def _marker_kind(event: HistoryEvent, client: Client) -> str | None:
@@ -178,8 +188,8 @@ async def session_records(client: Client, session_id: str, *, own_rows_only: boo
         if not reported and call in facts.shown:
             record["shown"] = facts.shown[call]
             record["policy_sha256"] = facts.policy.get(call)
-        sent = facts.decision_for(row) if not reported and row.get("event") in DECIDED_BY else None
-        if sent is not None:
+        sent = facts.decision_for(row) if not reported else None
+        if sent is not None and row.get("event") in DECIDED_BY:
             record["decision"] = {"expected_args_sha256": sent.expected_args_sha256, "proof_sha256": sent.proof_sha256}
         if _within(row, since, until):
             records.append(record)

@@ -98,3 +98,24 @@ async def test_a_periods_bundle_keeps_the_records_inside_it(
     assert await ours("--since", audit[0]["at"], "--until", cut) == [("requested", first), ("approved", first)]
     assert await ours("--since", cut) == [("requested", second), ("rejected", second)]
     assert await ours("--since", audit[0]["at"]) == [(row["event"], row["call_id"]) for row in audit]
+
+
+async def test_a_refused_signal_is_not_taken_for_the_decision_that_follows_it(
+    api: Api, env: WorkflowEnvironment, key: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"tools": {"delete_file": {"approval": "always", "approvers": ["bob"]}}}))
+    monkeypatch.setenv("HITL_POLICY", str(policy))
+    started = await api.start("ana", "please delete notes.txt")
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+    # Straight through Temporal, with no proof: the session refuses it and audits the refusal.
+    await env.client.get_workflow_handle(session).signal("approve", {"call_id": call, "by": "bob"})
+    async with api.as_("bob") as bob:
+        await eventually(lambda: bob.get(f"/sessions/{session}/audit"),
+                         lambda r: [row["event"] for row in r.json()] == ["requested", "refused"])
+        assert (await bob.post(f"/sessions/{session}/calls/{call}/approve", json={})).status_code == 200
+
+    records = await export(env, api, key, tmp_path / "bundle.jsonl", "--session", session)
+    assert [(r["event"], r.get("by")) for r in records] == [("requested", "ana"), ("refused", "bob"), ("approved", "bob")]
+    assert "decision" not in records[1]
+    assert len(records[2]["decision"]["proof_sha256"]) == 64  # the API's proof, not the refused signal's none
