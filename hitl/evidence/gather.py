@@ -241,12 +241,15 @@ async def gather(client: Client, *, task_queue: str, session: str | None = None,
     else:
         assert since is not None
         ids = await sessions_active_in(client, task_queue, since, until)
+    # A child's rows reported to its parent are exported as the child's own whenever the child is
+    # in scope: always in a tree, and in a period (a child is running when it reports).
+    own_rows_only = tree or session is None
     limit = asyncio.Semaphore(CONCURRENT_SESSIONS)
 
     async def one(session_id: str) -> list[dict[str, Any]]:
         async with limit:
             try:
-                return await session_records(client, session_id, own_rows_only=len(ids) > 1, since=since, until=until)
+                return await session_records(client, session_id, own_rows_only=own_rows_only, since=since, until=until)
             except RPCError as error:
                 raise RPCError(f"session {session_id}: {error.message}", error.status, error.raw_grpc_status) from None
 
