@@ -34,6 +34,7 @@ LEFT_TO_USER = {
     "HITL_CORS_ORIGINS": "set on the api service only",
     "HITL_MCP_CONFIG": "MCP servers run inside the worker's image: build yours with them, mount the config and name it",
     "HITL_METRICS_PORT": "metrics are off by default: set it, and publish the port, where Prometheus scrapes (docs/observability.md)",
+    "HITL_EVIDENCE_KEY": "the operator's signing key for `starter.py evidence`, kept where they export bundles, not in a service",
     "HITL_API_METRICS_PORT": "likewise for the API's own metrics",
     "HITL_OTEL": "tracing needs the tracing extra in your image (docs/observability.md)",
     "HITL_CLI_WAIT_SECONDS": "how long starter.py waits for an answer: the person's shell, not the services",
