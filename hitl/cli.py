@@ -220,7 +220,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "inbox":
         return await show_inbox(client, args)
     if args.command == "evidence":
-        return await evidence_command.export(client, args)
+        return await evidence_command.export(client, args, settings.task_queue)
     if args.command == "stats":
         return await show_stats(client, args)
     if args.command == "watch":

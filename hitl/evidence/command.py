@@ -114,7 +114,7 @@ def unwritable(path: str) -> str | None:
     return None
 
 
-async def export(client: Any, args: argparse.Namespace) -> int:
+async def export(client: Any, args: argparse.Namespace, task_queue: str) -> int:
     from hitl.evidence.gather import gather
 
     try:
@@ -125,7 +125,7 @@ async def export(client: Any, args: argparse.Namespace) -> int:
         say(f"error: {error}", file=sys.stderr)
         return 2
     until = args.until or (datetime.now(timezone.utc) if args.since else None)
-    records = await gather(client, session=args.session, tree=args.tree, since=args.since, until=until)
+    records = await gather(client, task_queue=task_queue, session=args.session, tree=args.tree, since=args.since, until=until)
     scope: dict[str, Any] = ({"session": args.session, "tree": args.tree} if args.session
                              else {"since": args.since.isoformat(), "until": until.isoformat() if until else None})
     try:

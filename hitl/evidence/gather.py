@@ -56,14 +56,24 @@ class RunFacts:
     decisions: list[SentDecision] = field(default_factory=list)
 
     def decision_for(self, row: dict[str, Any]) -> SentDecision | None:
-        """The decision payload an audit row records: the first unused one of its verb, call and person."""
-        verb = DECIDED_BY.get(str(row.get("event")))
+        """The decision payload an audit row records: the first unused one of its verb, call and
+        person. A signal the session refused is audited as `refused` and uses up its payload here,
+        so that it is never taken for a later decision's."""
+        verb = DECIDED_BY.get(str(row.get("event"))) or refused_verb(row)
+        if verb is None:
+            return None
         for sent in self.decisions:
             if (not sent.used and sent.verb == verb and sent.by == row.get("by")
                     and sent.call_id in (None, row.get("call_id"))):
                 sent.used = True
                 return sent
         return None
+
+
+def refused_verb(row: dict[str, Any]) -> str | None:
+    """The decision verb of a refused signal's audit row; None for any other row."""
+    signal = row.get("signal")
+    return signal if row.get("event") == "refused" and signal in DECIDED_BY.values() else None
 
 
 def _marker_kind(event: HistoryEvent, client: Client) -> str | None:
@@ -125,9 +135,8 @@ async def run_facts(client: Client, events: list[HistoryEvent], facts: RunFacts)
                     facts.decisions.append(sent)
 
 
-async def session_facts(client: Client, session_id: str) -> RunFacts:
-    """Every run of the session, newest back to the first, read from its history."""
-    facts = RunFacts()
+async def run_histories(client: Client, session_id: str) -> list[list[HistoryEvent]]:
+    """The events of every run of the session, from the first run to the newest."""
     handle = client.get_workflow_handle(session_id)
     run_id: str | None = (await handle.describe(rpc_timeout=RPC)).run_id
     histories = []
@@ -136,16 +145,37 @@ async def session_facts(client: Client, session_id: str) -> RunFacts:
         histories.append(list(history.events))
         started = histories[-1][0].workflow_execution_started_event_attributes
         run_id = started.continued_execution_run_id or None
-    for events in reversed(histories):
+    return list(reversed(histories))
+
+
+async def session_facts(client: Client, session_id: str) -> RunFacts:
+    """Every run of the session, from the first to the newest, read from its history."""
+    facts = RunFacts()
+    for events in await run_histories(client, session_id):
         await run_facts(client, events, facts)
     return facts
+
+
+def started_children(histories: list[list[HistoryEvent]]) -> list[str]:
+    """The sessions these runs started as children, as Temporal recorded each start."""
+    children: list[str] = []
+    for events in histories:
+        for event in events:
+            if event.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
+                child = event.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
+                if child not in children:
+                    children.append(child)
+    return children
 
 
 async def session_records(client: Client, session_id: str, *, own_rows_only: bool = False,
                           since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
     """The session's audit rows as evidence records. `own_rows_only` leaves out what a child
-    reported (its own session is exported beside it)."""
+    reported (its own session is exported beside it). The histories are read only when a row falls
+    in the period: an idle session costs one query."""
     rows = await read_all(client, session_id, AUDIT_PAGE.name, "events")
+    if not any(_within(row, since, until) for row in rows):
+        return []
     facts = await session_facts(client, session_id)
     records = []
     for row in rows:
@@ -158,32 +188,38 @@ async def session_records(client: Client, session_id: str, *, own_rows_only: boo
         if not reported and call in facts.shown:
             record["shown"] = facts.shown[call]
             record["policy_sha256"] = facts.policy.get(call)
-        sent = facts.decision_for(row) if not reported and row.get("event") in DECIDED_BY else None
-        if sent is not None:
+        sent = facts.decision_for(row) if not reported else None
+        if sent is not None and row.get("event") in DECIDED_BY:
             record["decision"] = {"expected_args_sha256": sent.expected_args_sha256, "proof_sha256": sent.proof_sha256}
-        at = datetime.fromisoformat(str(row["at"]))
-        if (since is None or at >= since) and (until is None or at < until):
+        if _within(row, since, until):
             records.append(record)
     return records
 
 
+def _within(row: dict[str, Any], since: datetime | None, until: datetime | None) -> bool:
+    at = datetime.fromisoformat(str(row["at"]))
+    return (since is None or at >= since) and (until is None or at < until)
+
+
 async def tree_ids(client: Client, root: str) -> list[str]:
-    """The root and every session below it that made itself known in an audit: children report
-    their requests and decisions to their parent, so the root's audit names them all."""
+    """The root and every session below it, parents before their children. The children are the
+    ones each session's own history says it started (a child that has not reported anything to its
+    parent yet, or has nothing to report, is part of the tree all the same)."""
     seen, todo = [root], [root]
     while todo:
-        rows = await read_all(client, todo.pop(), AUDIT_PAGE.name, "events")
-        for row in rows:
-            child = row.get("session_id")
-            if isinstance(child, str) and child not in seen and child.startswith(root + "/"):
+        for child in started_children(await run_histories(client, todo.pop(0))):
+            if child not in seen:
                 seen.append(child)
                 todo.append(child)
     return seen
 
 
-async def sessions_active_in(client: Client, since: datetime, until: datetime | None) -> list[str]:
-    """Sessions with a run open at some time in the period (any run of a chain), by visibility."""
-    query = f"WorkflowType = '{WORKFLOW}' AND (ExecutionStatus = 'Running' OR CloseTime >= '{since.isoformat()}')"
+async def sessions_active_in(client: Client, task_queue: str, since: datetime, until: datetime | None) -> list[str]:
+    """This deployment's sessions (its task queue) with a run open at some time in the period (any
+    run of a chain), by visibility. Another deployment's sessions on the same server are not ours to
+    export, and nothing of ours answers their queries."""
+    query = (f"WorkflowType = '{WORKFLOW}' AND TaskQueue = '{_quoted(task_queue)}'"
+             f" AND (ExecutionStatus = 'Running' OR CloseTime >= '{since.isoformat()}')")
     if until is not None:
         query += f" AND StartTime < '{until.isoformat()}'"
     ids: list[str] = []
@@ -193,20 +229,27 @@ async def sessions_active_in(client: Client, since: datetime, until: datetime | 
     return sorted(ids)
 
 
-async def gather(client: Client, *, session: str | None = None, tree: bool = False,
+def _quoted(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+async def gather(client: Client, *, task_queue: str, session: str | None = None, tree: bool = False,
                  since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
     """The records of one session, of a tree, or of everything decided in a period, in order."""
     if session is not None:
         ids = await tree_ids(client, session) if tree else [session]
     else:
         assert since is not None
-        ids = await sessions_active_in(client, since, until)
+        ids = await sessions_active_in(client, task_queue, since, until)
+    # A child's rows reported to its parent are exported as the child's own whenever the child is
+    # in scope: always in a tree, and in a period (a child is running when it reports).
+    own_rows_only = tree or session is None
     limit = asyncio.Semaphore(CONCURRENT_SESSIONS)
 
     async def one(session_id: str) -> list[dict[str, Any]]:
         async with limit:
             try:
-                return await session_records(client, session_id, own_rows_only=len(ids) > 1, since=since, until=until)
+                return await session_records(client, session_id, own_rows_only=own_rows_only, since=since, until=until)
             except RPCError as error:
                 raise RPCError(f"session {session_id}: {error.message}", error.status, error.raw_grpc_status) from None
 
