@@ -163,6 +163,21 @@ NOT_RUN = {
     'python -m bench.kill --kills 20': 'a benchmark of minutes; it reports numbers, it checks nothing',
     'python -m bench.transcript_read': 'a benchmark of minutes; it reports numbers, it checks nothing',
     'python -m bench.task_timeout': 'a benchmark of minutes; it reports numbers, it checks nothing',
+    'python -m bench.shared_state': 'a benchmark of a minute; it reports numbers, it checks nothing',
+    'python -m bench.bulk --calls 1000 --per-session 10': 'a benchmark of minutes; it reports numbers, it checks nothing',
+    'HITL_API_REPLICAS=4 docker compose up -d': 'these machines have no Docker engine; test_deployment_files.py checks the '
+                                                'replicas, and test_api_replicas.py runs two behind a round-robin proxy',
+    'export HITL_API_STATE=redis://redis.internal:6379/0': 'names a Redis this machine does not have; '
+                                                           'test_api_shared_state.py runs replicas on a real redis-server',
+    'export HITL_SIGNING_KEY=...': 'a placeholder for the replicas\' shared key; test_api_shared_state.py shares one',
+    'HITL_API_HOST=0.0.0.0 HITL_API_PORT=8000 python starter.py serve': 'one replica of the recipe above, on a Redis this '
+                                                                         'machine does not have; test_api_shared_state.py runs two',
+    """curl -X POST '$API/people/me/delegations' -H 'Authorization: Bearer $ANA' -d '{"to": "bob", "until": "2026-12-14T18:00:00Z", "tools": ["delete_file"]}'""":
+        'test_stand_ins.py sends this request (with a later `until`) through real HTTP',
+    'python starter.py delegate bob --until 2026-12-14T18:00:00Z --tool delete_file':
+        'test_stand_ins.py runs starter.py delegate, --list and --end against a test API (the printed time and id are examples)',
+    'python starter.py delegate --list': 'test_stand_ins.py runs it',
+    'python starter.py delegate --end so-0123456789abcdef': 'test_stand_ins.py runs it with the id the hand-over got',
     # Quoted from modules' opening lines in docs/architecture.md's generated module table.
     "python scripts/architecture.py": "rewrites that page's module table; tests/unit/test_architecture_doc.py compares "
                                       "the page with what it would write",

@@ -1,4 +1,4 @@
-"""The API's state in Redis (`HITL_API_STATE=redis://...` or `rediss://...`): shared by every replica.
+"""The API's state in Redis (`HITL_API_STATE` set to a `redis://` or `rediss://` URL): shared by every replica.
 
 Each operation is one command or one script, so it is atomic across replicas: a
 ticket taken twice at once is taken once. Every key carries its expiry. A Redis
