@@ -22,8 +22,6 @@ from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
 from typing import Callable, Iterable, Sequence
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field
 
 from workflows.deciders import OpenCall, consenting, refusal_to_decide
@@ -59,7 +57,12 @@ class StandIn(BaseModel):
         return self.live(now) and self.names_tool(tool)
 
     def sealed_by(self, trusted: dict[str, str]) -> bool:
-        """Whether one of `trusted` (key id -> base64 Ed25519 public key) sealed it as it reads now."""
+        """Whether one of `trusted` (key id -> base64 Ed25519 public key) sealed it as it reads now.
+        Only the API and the worker's activities check seals; importing cryptography here, not at the
+        top, keeps it out of the workflow sandbox, which imports this module for its rules."""
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
         key_id, _, signature = (self.seal or "").partition(".")
         if key_id not in trusted:
             return False

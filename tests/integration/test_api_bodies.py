@@ -156,7 +156,8 @@ class Target:
         self.call_id = started.json()["pending"][0]["call_id"]
 
     def path(self, template: str) -> str:
-        return template.format(session_id=self.session_id, call_id=self.call_id, name="inbox.js", token="m1.e30.not-a-mac")
+        return template.format(session_id=self.session_id, call_id=self.call_id, name="inbox.js", token="m1.e30.not-a-mac",
+                               id="so-0123456789abcdef")
 
 
 async def test_no_body_on_any_route_is_answered_with_a_server_error(api: Api) -> None:

@@ -54,6 +54,7 @@ INBOX_ROW_KEYS = {
     "choices", "fields", "result", "deadline", "verified", "led_by", "model_text", "description", "because",
     "destructive", "remember_allowed",
     "server", "url", "domain",  # since: an MCP server's question (which server asks, its link)
+    "stood_in", "for",  # since: stand-ins (who voted for whom; whose call a stand-in may decide)
 }
 
 
@@ -105,4 +106,5 @@ async def test_the_openapi_document_declares_the_start_the_inbox_and_the_audit(a
     assert set(schemas["InboxItem"]["properties"]) == INBOX_ROW_KEYS
     audit = answer_schema(document, "/sessions/{session_id}/audit")["items"]["anyOf"]
     assert audit == [{"$ref": "#/components/schemas/AuditEvent"}, {"$ref": "#/components/schemas/MissingItems"}]
-    assert set(schemas["AuditEvent"]["properties"]) == set(AuditEvent.model_fields) >= {"via", "signal"}
+    wire_names = {field.alias or name for name, field in AuditEvent.model_fields.items()}
+    assert set(schemas["AuditEvent"]["properties"]) == wire_names >= {"via", "signal", "for"}
