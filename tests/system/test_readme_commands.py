@@ -178,6 +178,10 @@ NOT_RUN = {
         'test_stand_ins.py runs starter.py delegate, --list and --end against a test API (the printed time and id are examples)',
     'python starter.py delegate --list': 'test_stand_ins.py runs it',
     'python starter.py delegate --end so-0123456789abcdef': 'test_stand_ins.py runs it with the id the hand-over got',
+    'python starter.py inbox --tool refund_payment --arg currency=EUR --older-than 2h':
+        'test_bulk_decisions.py runs starter.py inbox with these filters against its own sessions',
+    'HITL_API_URL=http://127.0.0.1:8000 HITL_API_TOKEN=... python starter.py inbox --tool refund_payment --approve-all':
+        'test_bulk_decisions.py runs --approve-all through a test API with a person\'s token (the address and token are examples)',
     # Quoted from modules' opening lines in docs/architecture.md's generated module table.
     "python scripts/architecture.py": "rewrites that page's module table; tests/unit/test_architecture_doc.py compares "
                                       "the page with what it would write",
