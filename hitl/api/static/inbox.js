@@ -11,7 +11,10 @@ const INBOX_EVERY_MS = 5000;
 const state = { session: null, source: null, lastEventId: null, inboxTimer: null, signedIn: 0, csrf: null, person: null,
                 // The rows ticked, each with the arguments' digest its row showed when ticked: a call
                 // whose arguments changed since is refused, not decided on what was not seen.
-                selected: new Map(), filters: "", shown: [] };
+                selected: new Map(), filters: "", shown: [],
+                // The calls this page has shown a card of, for this session: a refresh that another
+                // event set off may take a settled card away before its pause_settled arrives.
+                cardsShown: new Set() };
 
 const $ = (id) => document.getElementById(id);
 
@@ -241,6 +244,7 @@ async function openSession(sessionId) {
   if (state.session !== sessionId) {
     state.session = sessionId;
     state.lastEventId = null;
+    state.cardsShown = new Set();
     $("events").replaceChildren();
     openStream();
   }
@@ -283,6 +287,7 @@ function version(item) {
 }
 
 function pendingCard(item) {
+  state.cardsShown.add(String(item.call_id));
   const card = el("article", { class: `pending-item ${item.kind}`, "data-call": item.call_id, "data-version": version(item) });
   card.append(
     el("h4", {}, `${item.kind} · ${item.tool} · ${item.call_id}`, item.destructive ? badge("destructive") : ""),
@@ -623,8 +628,7 @@ function onEvent(message, sessionId) {
   const data = event.data || {};
   // A card on this page settled by someone else, or elsewhere (Slack, mail, the CLI): say so where
   // the card was, not only in the event list (this page's own decision says its own outcome).
-  if (event.type === "pause_settled" && data.by !== state.person
-      && document.querySelector(`.pending-item[data-call="${CSS.escape(String(data.call_id))}"]`)) {
+  if (event.type === "pause_settled" && data.by !== state.person && state.cardsShown.has(String(data.call_id))) {
     say(settledLine(data), false);
   }
   if (event.type !== "resync") state.lastEventId = event.id;
