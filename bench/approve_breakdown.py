@@ -1,6 +1,6 @@
 """Where a whole approve session's time goes, product against a plain Temporal workflow, from the histories.
 
-    python -m bench.approve_breakdown [--sessions 10] [--floor-first]
+    python -m bench.approve_breakdown [--sessions 10] [--floor-first | --interleave]
 
 bench/approval_run.py's scenario (a message, the approval pause, the approval, the tool, the
 answer; a model that answers at once) on its own dev server, each design's warm-up session
@@ -12,6 +12,9 @@ first. Each measured session's history is read on the server's clock and cut int
   scheduled, Updates and signals taken);
 - activities: scheduled -> completed;
 - the driver: completed -> the next thing the client sent (its poll for the pause, its approval).
+
+Whichever design runs second waits longer for the server to hand its workflow tasks over, so
+`--interleave` keeps both workers up and runs one session of each design in turn instead.
 
 Printed per design: the median session (first event to last), and the median per session of
 each part, with the product's minus the floor's.
@@ -121,7 +124,26 @@ async def design(client: Client, worker: Callable[[], Any], session: Callable[[]
     return {name: statistics.median(one.get(name, 0.0) for one in each) for name in names}, [m[0] * 1000 for m in measured]
 
 
-async def run(sessions: int, floor_first: bool) -> dict[str, tuple[dict[str, float], list[float]]]:
+async def interleaved(client: Client, designs: dict[str, Any], sessions: int) -> dict[str, tuple[dict[str, float], list[float]]]:
+    """Both workers up, one session of each design in turn (which goes first alternates), so
+    neither design is the one that runs second."""
+    measured: dict[str, list[tuple[float, float, str]]] = {name: [] for name in designs}
+    async with designs["product"][0](), designs["floor"][0]():
+        for name in designs:
+            await designs[name][1]()  # warm-up
+        for index in range(sessions):
+            for name in (["product", "floor"] if index % 2 == 0 else ["floor", "product"]):
+                measured[name].append(await designs[name][1]())
+    found = {}
+    for name, runs in measured.items():
+        each = [parts(list((await client.get_workflow_handle(m[2]).fetch_history()).events)) for m in runs]
+        names = {part for one in each for part in one}
+        found[name] = ({part: statistics.median(one.get(part, 0.0) for one in each) for part in names},
+                       [m[0] * 1000 for m in runs])
+    return found
+
+
+async def run(sessions: int, floor_first: bool, interleave: bool = False) -> dict[str, tuple[dict[str, float], list[float]]]:
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         port = free_port()
@@ -134,6 +156,8 @@ async def run(sessions: int, floor_first: bool) -> dict[str, tuple[dict[str, flo
                 "floor": (lambda: Worker(client, task_queue="bench-raw", workflows=[RawAgent], activities=[raw_model, raw_tool]),
                           lambda: raw_session(client, "bench-raw")),
             }
+            if interleave:
+                return await interleaved(client, designs, sessions)
             order = ["floor", "product"] if floor_first else ["product", "floor"]
             return {name: await design(client, *designs[name], sessions) for name in order}
         finally:
@@ -155,8 +179,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10)
     parser.add_argument("--floor-first", action="store_true", help="measure the floor before the product")
+    parser.add_argument("--interleave", action="store_true", help="both workers up, one session of each in turn")
     args = parser.parse_args()
-    print(table(asyncio.run(run(args.sessions, args.floor_first))))
+    print(table(asyncio.run(run(args.sessions, args.floor_first, args.interleave))))
 
 
 if __name__ == "__main__":
