@@ -43,11 +43,16 @@ DOOR_FIGURES = {"ag-ui": "AG-UI resume -> TOOL_CALL_RESULT", "a2a": "A2A decisio
                 "elicitation": "MCP elicitation: answer the form -> the retried tool's SSE tool_result"}
 
 
+def approval_command(sessions: int, floor_first: bool) -> list[str]:
+    """One run of bench/approval_run.py, a process of its own; it prints one JSON object last."""
+    return [sys.executable, "-m", "bench.approval_run", "--sessions", str(sessions),
+            *(["--floor-first"] if floor_first else [])]
+
+
 def approval_runs(runs: int, sessions: int) -> list[dict[str, Any]]:
     found = []
     for run_no in range(runs):
-        command = [sys.executable, "-m", "bench.approval_run", "--sessions", str(sessions)]
-        done = subprocess.run(command + (["--floor-first"] if run_no % 2 else []), cwd=ROOT,
+        done = subprocess.run(approval_command(sessions, floor_first=bool(run_no % 2)), cwd=ROOT,
                               capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
             raise RuntimeError(f"bench.approval_run failed: {done.stderr.strip()[-2000:]}")
