@@ -104,8 +104,8 @@ def environment(checkout_root: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(checkout_root)}
 
 
-def run_bench(checkout_root: Path, command: list[str], logs: Path) -> dict[str, Any]:
-    """Run one bench process from `checkout_root` and read the JSON object it prints last."""
+def run_bench(checkout_root: Path, bench: str, command: list[str], logs: Path) -> dict[str, Any]:
+    """Run one bench process (`bench` names it) from `checkout_root` and read the JSON object it prints last."""
     logs.mkdir(parents=True, exist_ok=True)
     out, err = logs / "stdout", logs / "stderr"
     with out.open("w") as stdout, err.open("w") as stderr:
@@ -114,11 +114,15 @@ def run_bench(checkout_root: Path, command: list[str], logs: Path) -> dict[str, 
                                    stderr=stderr, text=True, start_new_session=True)
         try:
             process.wait(timeout=BENCH_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            stop(process)
+            raise RuntimeError(f"{bench} from {checkout_root} did not finish within "
+                               f"{BENCH_TIMEOUT_SECONDS} s: {err.read_text().strip()[-2000:]}") from None
         except BaseException:
             stop(process)
             raise
     if process.returncode != 0:
-        raise RuntimeError(f"{' '.join(command[1:3])} from {checkout_root} exited with {process.returncode}: "
+        raise RuntimeError(f"{bench} from {checkout_root} exited with {process.returncode}: "
                            f"{err.read_text().strip()[-2000:]}")
     return json.loads(out.read_text().strip().splitlines()[-1])
 
@@ -147,10 +151,10 @@ class Round:
 def one_round(number: int, builds: dict[str, Path], args: argparse.Namespace, logs: Path) -> Round:
     order = [THIS, OTHER] if number % 2 else [OTHER, THIS]
     floor_first = not number % 2
-    approval = {build: run_bench(builds[build], approval_command(args.sessions, floor_first),
+    approval = {build: run_bench(builds[build], "bench/approval_run.py", approval_command(args.sessions, floor_first),
                                  logs / f"{number}-{build}-approval") for build in order}
-    load = {build: run_bench(builds[build], [sys.executable, "-c", LOAD_RUN, str(args.load_sessions),
-                                             str(args.tool_steps)], logs / f"{number}-{build}-load")
+    load_command = [sys.executable, "-c", LOAD_RUN, str(args.load_sessions), str(args.tool_steps)]
+    load = {build: run_bench(builds[build], "bench/throughput.py", load_command, logs / f"{number}-{build}-load")
             for build in order}
     for build, figures in load.items():
         if figures["finished"] != figures["sessions"]:
