@@ -17,14 +17,13 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 FORMAT = "hitl-evidence/1"
-KeyType = TypeVar("KeyType", Ed25519PrivateKey, Ed25519PublicKey)
 
 
 class EvidenceError(Exception):
@@ -65,28 +64,31 @@ def key_id(key: Ed25519PublicKey) -> str:
 
 
 def load_private_key(path: str, setting: str = "HITL_EVIDENCE_KEY") -> Ed25519PrivateKey:
-    return _load_key(f"{setting}={path}", path, lambda pem: serialization.load_pem_private_key(pem, password=None),
-                     Ed25519PrivateKey, "not an unencrypted PEM private key",
-                     "an Ed25519 key is needed (`starter.py evidence key` makes one)")
+    label = f"{setting}={path}"
+    key = _pem_key(label, path, lambda pem: serialization.load_pem_private_key(pem, password=None),
+                   "not an unencrypted PEM private key")
+    if not isinstance(key, Ed25519PrivateKey):
+        raise EvidenceError(f"{label}: an Ed25519 key is needed (`starter.py evidence key` makes one)")
+    return key
 
 
 def load_public_key(path: str) -> Ed25519PublicKey:
-    return _load_key(f"--public-key {path}", path, serialization.load_pem_public_key,
-                     Ed25519PublicKey, "not a PEM public key", "not an Ed25519 public key")
+    label = f"--public-key {path}"
+    key = _pem_key(label, path, serialization.load_pem_public_key, "not a PEM public key")
+    if not isinstance(key, Ed25519PublicKey):
+        raise EvidenceError(f"{label}: not an Ed25519 public key")
+    return key
 
 
-def _load_key(label: str, path: str, parse: Callable[[bytes], object], kind: type[KeyType],
-              not_pem: str, not_ed25519: str) -> KeyType:
-    """The key in the PEM file at `path`; an EvidenceError naming `label` when it cannot be used."""
+def _pem_key(label: str, path: str, parse: Callable[[bytes], object], not_pem: str) -> object:
+    """The key `parse` reads from the file at `path`; an EvidenceError naming `label` when the file
+    cannot be read or holds no such key."""
     try:
-        key = parse(Path(path).read_bytes())
+        return parse(Path(path).read_bytes())
     except OSError as error:
         raise EvidenceError(f"{label}: cannot read it: {error.strerror or error}") from None
     except (ValueError, TypeError, UnsupportedAlgorithm) as error:
         raise EvidenceError(f"{label}: {not_pem} ({error})") from None
-    if not isinstance(key, kind):
-        raise EvidenceError(f"{label}: {not_ed25519}")
-    return key
 
 
 # ------------------------------------------------------------------ writing
