@@ -16,18 +16,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import tempfile
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
-import uvicorn
 
+from bench.own_server import own_dev_server, served
 from hitl.api.app import create_app
 from hitl.api.auth import TokenBook
-from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 from hitl.testing import scripted_model
 from hitl.worker import build_worker
 
@@ -79,33 +76,19 @@ async def in_bulk(http: httpx.AsyncClient, rows: list[dict[str, Any]]) -> float:
     return seconds
 
 
-async def bench(calls: int, per_session: int, in_flight: int, folder: Path) -> str:
-    port = free_port()
-    server = start_dev_server(folder / "temporal.db", port=port, ui_port=free_port())
-    try:
-        client = await connect_when_ready(f"127.0.0.1:{port}")
+async def bench(calls: int, per_session: int, in_flight: int) -> str:
+    async with own_dev_server() as (client, _, folder):
         task_queue = f"bench-bulk-{uuid.uuid4().hex[:8]}"
         async with build_worker(client, task_queue, scripted_model(script(per_session)), folder / "workspace"):
             os.environ["HITL_API_SESSIONS_PER_PERSON"] = str(2 * calls)  # one person owns every session here
             app = create_app(client=client, task_queue=task_queue, tokens=TokenBook({TOKEN: "ana"}, "bench"), policy=None)
-            api_port = free_port()
-            api = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=api_port, log_level="warning"))
-            serving = asyncio.create_task(api.serve())
-            while not api.started:
-                await asyncio.sleep(0.02)
-            try:
-                async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{api_port}", timeout=1800,
-                                             headers={"Authorization": f"Bearer {TOKEN}"}) as http:
-                    sessions = -(-calls // per_session)
-                    one_by_one = (await pending_calls(http, sessions, per_session))[:calls]
-                    together = (await pending_calls(http, sessions, per_session))[:calls]
-                    single_seconds = await singles(http, one_by_one, in_flight)
-                    bulk_seconds = await in_bulk(http, together)
-            finally:
-                api.should_exit = True
-                await serving
-    finally:
-        stop_dev_server(server)
+            async with served(app) as base_url, httpx.AsyncClient(
+                    base_url=base_url, timeout=1800, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+                sessions = -(-calls // per_session)
+                one_by_one = (await pending_calls(http, sessions, per_session))[:calls]
+                together = (await pending_calls(http, sessions, per_session))[:calls]
+                single_seconds = await singles(http, one_by_one, in_flight)
+                bulk_seconds = await in_bulk(http, together)
     return "\n".join([
         f"{calls} calls, {per_session} per session, verified decisions, as their owner",
         f"single API decisions ({in_flight} in flight): {single_seconds:.1f} s ({single_seconds / calls * 1000:.1f} ms a call)",
@@ -120,8 +103,7 @@ def main() -> None:
     parser.add_argument("--per-session", type=int, default=10)
     parser.add_argument("--in-flight", type=int, default=8)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        print(asyncio.run(bench(args.calls, args.per_session, args.in_flight, Path(folder))))
+    print(asyncio.run(bench(args.calls, args.per_session, args.in_flight)))
 
 
 if __name__ == "__main__":

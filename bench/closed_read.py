@@ -18,19 +18,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
 import httpx2 as httpx
-import uvicorn
 
+from bench.own_server import own_dev_server, served
 from hitl.api.app import create_app
 from hitl.api.auth import TokenBook
 from tests.support.scripted_model import LongTurnModel
 from hitl.client.sessions import measure_history
-from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 from hitl.worker import build_worker
 
 TOKEN = "bench-token-0123456789abcdef"
@@ -48,42 +45,28 @@ async def timed_reads(http: httpx.AsyncClient, session_id: str, reads: int) -> d
     return seconds
 
 
-async def bench(steps: int, reads: int, folder: Path) -> str:
-    port = free_port()
-    server = start_dev_server(folder / "temporal.db", port=port, ui_port=free_port())
-    try:
-        client = await connect_when_ready(f"127.0.0.1:{port}")
+async def bench(steps: int, reads: int) -> str:
+    async with own_dev_server() as (client, _, folder):
         task_queue = f"bench-closed-{uuid.uuid4().hex[:8]}"
         model = LongTurnModel(steps, 200, remember_requests=False)
         async with build_worker(client, task_queue, model, folder / "workspace"):
             app = create_app(client=client, task_queue=task_queue, tokens=TokenBook({TOKEN: "ana"}, "bench"), policy=None)
-            api_port = free_port()
-            api = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=api_port, log_level="warning"))
-            serving = asyncio.create_task(api.serve())
-            while not api.started:
-                await asyncio.sleep(0.02)
-            try:
-                async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{api_port}", timeout=600,
-                                             headers={"Authorization": f"Bearer {TOKEN}"}) as http:
-                    started = await http.post("/sessions", json={"message": "work through the long task",
-                                                                 "max_steps": steps, "verified_decisions": False})
-                    assert started.status_code == 201, started.text
-                    session_id = started.json()["session_id"]
-                    assert (await http.post(f"/sessions/{session_id}/cancel", json={})).status_code == 200
-                    while (await http.get(f"/sessions/{session_id}")).json()["state"] != "closed":
-                        await asyncio.sleep(0.2)
-                    history = await measure_history(client, session_id)
+            async with served(app) as base_url, httpx.AsyncClient(
+                    base_url=base_url, timeout=600, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+                started = await http.post("/sessions", json={"message": "work through the long task",
+                                                             "max_steps": steps, "verified_decisions": False})
+                assert started.status_code == 201, started.text
+                session_id = started.json()["session_id"]
+                assert (await http.post(f"/sessions/{session_id}/cancel", json={})).status_code == 200
+                while (await http.get(f"/sessions/{session_id}")).json()["state"] != "closed":
+                    await asyncio.sleep(0.2)
+                history = await measure_history(client, session_id)
 
-                    kept = app.state.closed_reads
-                    app.state.closed_reads = type(kept)(entries=0, max_bytes=0)  # nothing kept: every read replays
-                    replayed = await timed_reads(http, session_id, reads)
-                    app.state.closed_reads = kept
-                    cached = await timed_reads(http, session_id, reads)
-            finally:
-                api.should_exit = True
-                await serving
-    finally:
-        stop_dev_server(server)
+                kept = app.state.closed_reads
+                app.state.closed_reads = type(kept)(entries=0, max_bytes=0)  # nothing kept: every read replays
+                replayed = await timed_reads(http, session_id, reads)
+                app.state.closed_reads = kept
+                cached = await timed_reads(http, session_id, reads)
     lines = [f"closed session: {history.events} events, {history.bytes / 1e6:.1f} MB of history, {history.runs} run(s); "
              f"{reads} reads per route, as its owner",
              f"{'route':<26}{'replayed, median ms':>22}{'kept: first ms':>18}{'kept: rest, median ms':>24}"]
@@ -99,8 +82,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--reads", type=int, default=10)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        print(asyncio.run(bench(args.steps, args.reads, Path(folder))))
+    print(asyncio.run(bench(args.steps, args.reads)))
 
 
 if __name__ == "__main__":

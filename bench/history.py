@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import json
 import statistics
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -38,10 +37,10 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.worker import Worker
 
 from activities.tools import CATALOG
+from bench.own_server import own_dev_server
 from bench.raw_agent import RawLongAgent
 from tests.support.scripted_model import LongTurnModel, ModelCall
 from hitl.client.sessions import measure_history, read_all
-from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
 from hitl.worker import build_worker
 from workflows.agent import AgentWorkflow
 from workflows.contract import STATUS, TRANSCRIPT_PAGE
@@ -278,14 +277,8 @@ def table(turns: list[LongTurn], text_bytes: int) -> str:
 
 
 async def run(sizes: tuple[int, ...], text_bytes: int) -> str:
-    with tempfile.TemporaryDirectory() as folder:
-        port = free_port()
-        server = start_dev_server(Path(folder) / "temporal.db", port=port, ui_port=free_port())
-        try:
-            client = await connect_when_ready(f"127.0.0.1:{port}")
-            turns = await compare_long_turns(client, Path(folder) / "workspace", sizes, text_bytes)
-        finally:
-            stop_dev_server(server)
+    async with own_dev_server() as (client, _, folder):
+        turns = await compare_long_turns(client, folder / "workspace", sizes, text_bytes)
     return table(turns, text_bytes)
 
 

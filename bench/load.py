@@ -12,11 +12,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import tempfile
 from dataclasses import asdict
-from pathlib import Path
 
-from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
+from bench.own_server import own_dev_server
 from tests.support.load import run_load
 from tests.support.worker_processes import start_worker
 
@@ -25,18 +23,14 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10_000)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        port = free_port()
-        server = start_dev_server(Path(folder) / "temporal.db", port=port, ui_port=free_port())
-        workspace = Path(folder) / "workspace"
-        worker = start_worker(f"127.0.0.1:{port}", "load", workspace, Path(folder) / "worker.log")
+    async with own_dev_server() as (client, address, folder):
+        workspace = folder / "workspace"
+        worker = start_worker(address, "load", workspace, folder / "worker.log")
         try:
-            client = await connect_when_ready(f"127.0.0.1:{port}")
             report = await run_load(client, worker.pid, "load", args.sessions, "load", workspace)
         finally:
             worker.terminate()
             worker.wait()
-            stop_dev_server(server)
     print(report.lines())
     print(json.dumps(asdict(report)))
 

@@ -31,49 +31,32 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Callable
 
-import temporalio.converter
-import temporalio.workflow
 from temporalio import activity, workflow
-from temporalio.api.common.v1 import Payloads
-from temporalio.api.failure.v1 import Failure
 from temporalio.client import Client
-from temporalio.worker import Worker, WorkflowInstanceDetails
+from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
-from temporalio.worker.workflow_sandbox._runner import _fake_info
 
 from hitl.devserver import free_port, start_dev_server, stop_dev_server
 from hitl.plugin import SANDBOX, workflow_runner
 from hitl.client.queries import query_now
 from hitl.sdk_shortcuts import QUERY_BUFFER_RETRY, CONTEXT_FREE_SANDBOX
 from hitl.settings import DATA_CONVERTER
-from workflows.agent import AgentWorkflow
+from tests.support.workflow_instances import agent_run_details
 
 HOLD_SECONDS = 0.1
-
-
-def details() -> WorkflowInstanceDetails:
-    """What the worker hands its runner for a new AgentWorkflow run (the SDK's own test values)."""
-    default = temporalio.converter.DataConverter.default
-    return WorkflowInstanceDetails(
-        payload_converter_factory=default._new_payload_converter, failure_converter_class=default.failure_converter_class,
-        interceptor_classes=[], defn=temporalio.workflow._Definition.must_from_class(AgentWorkflow), info=_fake_info,
-        randomness_seed=-1, extern_functions={}, disable_eager_activity_execution=False,
-        worker_level_failure_exception_types=[], patch_activation_callback=None,
-        last_completion_result=Payloads(), last_failure=Failure(),
-    )
 
 
 def new_sessions(count: int) -> tuple[float, int]:
     """Milliseconds of sandbox set-up per new session (the first untimed), and the number of
     workflow modules the sandbox imported again for them."""
     runner = SandboxedWorkflowRunner(restrictions=SANDBOX)
-    runner.create_instance(details())
+    runner.create_instance(agent_run_details())
     seen = ModulesLookedFor()
     sys.meta_path.insert(0, seen)
     try:
         started = time.perf_counter()
         for _ in range(count):
-            runner.create_instance(details())
+            runner.create_instance(agent_run_details())
         return (time.perf_counter() - started) / count * 1000, len(seen.names)
     finally:
         sys.meta_path.remove(seen)
@@ -95,7 +78,7 @@ def context_asks(count: int, on: bool) -> float:
     """Microseconds per serialization-context ask, as the worker's runner answers it."""
     os.environ[CONTEXT_FREE_SANDBOX] = "on" if on else "off"
     try:
-        instance = workflow_runner(DATA_CONVERTER).create_instance(details())
+        instance = workflow_runner(DATA_CONVERTER).create_instance(agent_run_details())
     finally:
         del os.environ[CONTEXT_FREE_SANDBOX]
     started = time.perf_counter()

@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 import httpx2 as httpx
-import uvicorn
 
+from bench.own_server import served
 from hitl.api.app import create_app
 from hitl.api.auth import TokenBook
 from hitl.api.oidc import Identity, OpenIDProvider
@@ -62,14 +62,9 @@ async def timed(store: ApiState, requests: int) -> list[float]:
     app = create_app(client=None, task_queue="bench", tokens=TokenBook({}, "bench"), policy=None, openid=provider,
                      web_sign_in=WebSignIn(provider, "bench"), slack_door=None, api_state=store)
     await keep_session(store, COOKIE, WebSession(Identity("ana@example.com", (), time.time() + 3600), "csrf"))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.02)
     seconds: list[float] = []
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", cookies={SESSION_COOKIE: COOKIE}) as http:
+    async with served(app) as base_url:
+        async with httpx.AsyncClient(base_url=base_url, cookies={SESSION_COOKIE: COOKIE}) as http:
             for _ in range(requests // 10):  # warm up the connection and the store's
                 assert (await http.get("/auth/session")).status_code == 200
             for _ in range(requests):
@@ -77,9 +72,6 @@ async def timed(store: ApiState, requests: int) -> list[float]:
                 answer = await http.get("/auth/session")
                 seconds.append(time.perf_counter() - began)
                 assert answer.status_code == 200, answer.text
-    finally:
-        server.should_exit = True
-        await task
     return seconds
 
 

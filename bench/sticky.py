@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import json
 import statistics
-import tempfile
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -95,7 +94,7 @@ async def burst_timeouts(client: Client, address: str, folder: Path, sessions: i
 
 
 async def main() -> None:
-    from hitl.devserver import connect_when_ready, free_port, start_dev_server, stop_dev_server
+    from bench.own_server import own_dev_server
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -103,20 +102,13 @@ async def main() -> None:
     parser.add_argument("--burst", type=int, metavar="SESSIONS",
                         help="instead: park this many sessions at once and count tasks that outwaited the timeout")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as name:
-        folder = Path(name)
-        port = free_port()
-        server = start_dev_server(folder / "temporal.db", port=port, ui_port=free_port())
-        try:
-            client = await connect_when_ready(f"127.0.0.1:{port}")
-            if args.burst:
-                tasks, sessions = await burst_timeouts(client, f"127.0.0.1:{port}", folder, args.burst, args.sticky_timeout)
-                print(f"burst of {args.burst} sessions: {tasks} workflow tasks outwaited the sticky timeout, "
-                      f"in {sessions} sessions")
-                return
-            report = await measure(client, f"127.0.0.1:{port}", folder, args.rounds, args.sticky_timeout)
-        finally:
-            stop_dev_server(server)
+    async with own_dev_server() as (client, address, folder):
+        if args.burst:
+            tasks, sessions = await burst_timeouts(client, address, folder, args.burst, args.sticky_timeout)
+            print(f"burst of {args.burst} sessions: {tasks} workflow tasks outwaited the sticky timeout, "
+                  f"in {sessions} sessions")
+            return
+        report = await measure(client, address, folder, args.rounds, args.sticky_timeout)
     print(report.lines())
     print(json.dumps({**asdict(report), "crash_over_graceful": report.crash_over_graceful}))
 

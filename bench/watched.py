@@ -19,12 +19,13 @@ import os
 import tempfile
 import time
 import uuid
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import httpx2 as httpx
-import uvicorn
 
 from activities.offline_model import OfflineModel
+from bench.own_server import served
 from hitl.api.app import create_app
 from hitl.api.auth import TokenBook
 from hitl.api.owned_sessions import SessionsPerPerson
@@ -68,15 +69,10 @@ async def bench(sessions: int, streams: int, seconds: float, folder: Path) -> st
         task_queue = f"bench-watched-{uuid.uuid4().hex[:8]}"
         async with build_worker(client, task_queue, OfflineModel(), folder / "workspace"):
             app = create_app(client=client, task_queue=task_queue, tokens=TokenBook(tokens, "bench"), policy=None)
-            api_port = free_port()
-            api = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=api_port, log_level="warning"))
-            serving = asyncio.create_task(api.serve())
-            while not api.started:
-                await asyncio.sleep(0.02)
-            clients = {person: httpx.AsyncClient(base_url=f"http://127.0.0.1:{api_port}", timeout=120,
-                                                 headers={"Authorization": f"Bearer {token}"})
-                       for token, person in tokens.items()}
-            try:
+            async with served(app) as base_url, AsyncExitStack() as open_clients:
+                clients = {person: await open_clients.enter_async_context(httpx.AsyncClient(
+                    base_url=base_url, timeout=120, headers={"Authorization": f"Bearer {token}"}))
+                    for token, person in tokens.items()}
                 owned: list[tuple[str, str]] = []  # (person, session)
                 for index in range(sessions):
                     person = people[index % len(people)]
@@ -96,11 +92,6 @@ async def bench(sessions: int, streams: int, seconds: float, folder: Path) -> st
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
-            finally:
-                for http in clients.values():
-                    await http.aclose()
-                api.should_exit = True
-                await serving
     finally:
         stop_dev_server(server)
     return "\n".join([

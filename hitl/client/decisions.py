@@ -95,13 +95,14 @@ def active_between(since: datetime | None, until: datetime | None, task_queue: s
 
 
 async def sessions_active_between(client: Client, since: datetime | None, until: datetime | None, *,
-                                  task_queue: str | None = None, limit: int = SESSIONS_READ) -> tuple[list[str], bool]:
+                                  task_queue: str | None = None,
+                                  limit: int | None = SESSIONS_READ) -> tuple[list[str], bool]:
     """The ids of sessions active in the period (each once, however many runs it had), and
-    whether that is all of them (false: there were more than `limit`)."""
+    whether that is all of them (false: there were more than `limit`; None: no limit)."""
     found: dict[str, None] = {}
     async for execution in executions(client, active_between(since, until, task_queue)):
         found[execution.execution.workflow_id] = None
-        if len(found) > limit:
+        if limit is not None and len(found) > limit:
             return list(found)[:limit], False
     return list(found), True
 
@@ -112,10 +113,10 @@ async def audit_of(client: Client, session_id: str) -> list[dict[str, Any]]:
 
 
 async def audits_between(client: Client, since: datetime | None, until: datetime | None, *,
-                         task_queue: str | None = None, limit: int = SESSIONS_READ,
+                         task_queue: str | None = None, limit: int | None = SESSIONS_READ,
                          concurrency: int = CONCURRENT_READS) -> PeriodAudits:
-    """The whole audit of every session active in [since, until) (at most `limit` sessions,
-    `concurrency` read at once)."""
+    """The whole audit of every session active in [since, until) (at most `limit` sessions, all
+    of them with None; `concurrency` read at once)."""
     sessions, complete = await sessions_active_between(client, since, until, task_queue=task_queue, limit=limit)
     result = PeriodAudits(complete=complete)
     gate = asyncio.Semaphore(concurrency)

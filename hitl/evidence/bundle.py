@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
@@ -64,27 +64,31 @@ def key_id(key: Ed25519PublicKey) -> str:
 
 
 def load_private_key(path: str, setting: str = "HITL_EVIDENCE_KEY") -> Ed25519PrivateKey:
-    try:
-        key = serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
-    except OSError as error:
-        raise EvidenceError(f"{setting}={path}: cannot read it: {error.strerror or error}") from None
-    except (ValueError, TypeError) as error:
-        raise EvidenceError(f"{setting}={path}: not an unencrypted PEM private key ({error})") from None
+    label = f"{setting}={path}"
+    key = _pem_key(label, path, lambda pem: serialization.load_pem_private_key(pem, password=None),
+                   "not an unencrypted PEM private key")
     if not isinstance(key, Ed25519PrivateKey):
-        raise EvidenceError(f"{setting}={path}: an Ed25519 key is needed (`starter.py evidence key` makes one)")
+        raise EvidenceError(f"{label}: an Ed25519 key is needed (`starter.py evidence key` makes one)")
     return key
 
 
 def load_public_key(path: str) -> Ed25519PublicKey:
-    try:
-        key = serialization.load_pem_public_key(Path(path).read_bytes())
-    except OSError as error:
-        raise EvidenceError(f"--public-key {path}: cannot read it: {error.strerror or error}") from None
-    except (ValueError, UnsupportedAlgorithm) as error:
-        raise EvidenceError(f"--public-key {path}: not a PEM public key ({error})") from None
+    label = f"--public-key {path}"
+    key = _pem_key(label, path, serialization.load_pem_public_key, "not a PEM public key")
     if not isinstance(key, Ed25519PublicKey):
-        raise EvidenceError(f"--public-key {path}: not an Ed25519 public key")
+        raise EvidenceError(f"{label}: not an Ed25519 public key")
     return key
+
+
+def _pem_key(label: str, path: str, parse: Callable[[bytes], object], not_pem: str) -> object:
+    """The key `parse` reads from the file at `path`; an EvidenceError naming `label` when the file
+    cannot be read or holds no such key."""
+    try:
+        return parse(Path(path).read_bytes())
+    except OSError as error:
+        raise EvidenceError(f"{label}: cannot read it: {error.strerror or error}") from None
+    except (ValueError, TypeError, UnsupportedAlgorithm) as error:
+        raise EvidenceError(f"{label}: {not_pem} ({error})") from None
 
 
 # ------------------------------------------------------------------ writing

@@ -20,12 +20,12 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
+from hitl.client.decisions import audit_of, audits_between
 from hitl.client.run_history import LOCAL_ACTIVITY_MARKER, RPC, payloads_of, readable
-from hitl.client.sessions import read_all
 from hitl.evidence.bundle import sha256_hex
-from workflows.contract import ANSWER, APPROVE, AUDIT_PAGE, JUDGE_CALLS, REJECT, WORKFLOW
+from workflows.contract import ANSWER, APPROVE, JUDGE_CALLS, REJECT
 from workflows.visibility import MEMO_KEY
 
 # Decision verbs as signals and as Updates, and the audit events each may produce.
@@ -168,12 +168,12 @@ def started_children(histories: list[list[HistoryEvent]]) -> list[str]:
     return children
 
 
-async def session_records(client: Client, session_id: str, *, own_rows_only: bool = False,
-                          since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
+async def audit_records(client: Client, session_id: str, rows: list[dict[str, Any]], *,
+                        own_rows_only: bool = False, since: datetime | None = None,
+                        until: datetime | None = None) -> list[dict[str, Any]]:
     """The session's audit rows as evidence records. `own_rows_only` leaves out what a child
     reported (its own session is exported beside it). The histories are read only when a row falls
-    in the period: an idle session costs one query."""
-    rows = await read_all(client, session_id, AUDIT_PAGE.name, "events")
+    in the period: an idle session costs nothing besides its audit."""
     if not any(_within(row, since, until) for row in rows):
         return []
     facts = await session_facts(client, session_id)
@@ -214,33 +214,29 @@ async def tree_ids(client: Client, root: str) -> list[str]:
     return seen
 
 
-async def sessions_active_in(client: Client, task_queue: str, since: datetime, until: datetime | None) -> list[str]:
-    """This deployment's sessions (its task queue) with a run open at some time in the period (any
-    run of a chain), by visibility. Another deployment's sessions on the same server are not ours to
-    export, and nothing of ours answers their queries."""
-    query = (f"WorkflowType = '{WORKFLOW}' AND TaskQueue = '{_quoted(task_queue)}'"
-             f" AND (ExecutionStatus = 'Running' OR CloseTime >= '{since.isoformat()}')")
-    if until is not None:
-        query += f" AND StartTime < '{until.isoformat()}'"
-    ids: list[str] = []
-    async for execution in client.list_workflows(query, rpc_timeout=RPC):
-        if execution.id not in ids:
-            ids.append(execution.id)
-    return sorted(ids)
-
-
-def _quoted(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "\\'")
+async def audits_in(client: Client, task_queue: str, since: datetime,
+                    until: datetime | None) -> dict[str, list[dict[str, Any]]]:
+    """The whole audit of every session of this deployment (its task queue) with a run open at
+    some time in the period, all of them: a bundle that silently left sessions out would mislead.
+    Another deployment's sessions on the same server are not ours to export."""
+    read = await audits_between(client, since, until, task_queue=task_queue, limit=None,
+                                concurrency=CONCURRENT_SESSIONS)
+    if read.unreadable:
+        session_id, why = min(read.unreadable.items())
+        raise RPCError(f"session {session_id}: {why}", RPCStatusCode.UNKNOWN, b"")
+    return read.audits
 
 
 async def gather(client: Client, *, task_queue: str, session: str | None = None, tree: bool = False,
                  since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
     """The records of one session, of a tree, or of everything decided in a period, in order."""
+    audits: dict[str, list[dict[str, Any]]] | None = None  # read in advance for a period only
     if session is not None:
         ids = await tree_ids(client, session) if tree else [session]
     else:
         assert since is not None
-        ids = await sessions_active_in(client, task_queue, since, until)
+        audits = await audits_in(client, task_queue, since, until)
+        ids = sorted(audits)
     # A child's rows reported to its parent are exported as the child's own whenever the child is
     # in scope: always in a tree, and in a period (a child is running when it reports).
     own_rows_only = tree or session is None
@@ -249,7 +245,8 @@ async def gather(client: Client, *, task_queue: str, session: str | None = None,
     async def one(session_id: str) -> list[dict[str, Any]]:
         async with limit:
             try:
-                return await session_records(client, session_id, own_rows_only=own_rows_only, since=since, until=until)
+                rows = audits[session_id] if audits is not None else await audit_of(client, session_id)
+                return await audit_records(client, session_id, rows, own_rows_only=own_rows_only, since=since, until=until)
             except RPCError as error:
                 raise RPCError(f"session {session_id}: {error.message}", error.status, error.raw_grpc_status) from None
 

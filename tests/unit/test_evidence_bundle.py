@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
+from typing import Any, Callable
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
-from hitl.evidence.bundle import load_private_key, load_public_key, new_key, records_of, verify_bundle, write_bundle
+from hitl.evidence.bundle import EvidenceError, load_private_key, load_public_key, new_key, records_of, verify_bundle, write_bundle
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 pytestmark = pytest.mark.unit
@@ -91,3 +95,25 @@ def test_keys_round_trip_through_their_pem_files(tmp_path) -> None:
     signer = load_private_key(str(tmp_path / "k"))
     text = write_bundle(RECORDS, signer, {})
     assert verify_bundle(text, load_public_key(str(tmp_path / "k.pub"))).intact
+
+
+def test_a_key_that_cannot_be_used_is_one_line_naming_the_setting_and_why(tmp_path: Path) -> None:
+    other = ec.generate_private_key(ec.SECP256R1())
+    (tmp_path / "text").write_text("not a key")
+    (tmp_path / "ec").write_bytes(other.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                      serialization.NoEncryption()))
+    (tmp_path / "ec.pub").write_bytes(other.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+
+    def refusal(load: Callable[[str], Any], name: str) -> str:
+        with pytest.raises(EvidenceError) as refused:
+            load(str(tmp_path / name))
+        return str(refused.value).replace(str(tmp_path), "DIR")
+
+    assert refusal(load_private_key, "missing") == "HITL_EVIDENCE_KEY=DIR/missing: cannot read it: No such file or directory"
+    assert refusal(load_private_key, "text").startswith("HITL_EVIDENCE_KEY=DIR/text: not an unencrypted PEM private key (")
+    assert refusal(load_private_key, "ec") == (
+        "HITL_EVIDENCE_KEY=DIR/ec: an Ed25519 key is needed (`starter.py evidence key` makes one)")
+    assert refusal(load_public_key, "missing") == "--public-key DIR/missing: cannot read it: No such file or directory"
+    assert refusal(load_public_key, "text").startswith("--public-key DIR/text: not a PEM public key (")
+    assert refusal(load_public_key, "ec.pub") == "--public-key DIR/ec.pub: not an Ed25519 public key"

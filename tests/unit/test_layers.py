@@ -10,6 +10,8 @@ An AST walk over every import statement, lazy ones inside functions included:
 - `hitl.api` and `hitl.console` never import each other;
 - the worker (`hitl.worker`) never imports the faces: it runs where no person does;
 - nothing imports the entry points `worker.py` and `starter.py`;
+- no test imports `bench/` (a benchmark's smoke test runs it as a process): what both need
+  lives in `tests/support/` or the product;
 - no cycle: no module of the product imports itself through others;
 - the product (not its tests) imports only the SDK's public modules: a private one
   (`temporalio.worker._command_aware_visitor`) may change in any release.
@@ -79,10 +81,6 @@ def imports_of(path: Path) -> list[Import]:
     return list(dict.fromkeys(found))  # one per module a statement imports, however many names
 
 
-# The benchmarks' own smoke test runs them at tiny sizes: the one test that is about bench/.
-BENCH_SMOKE_TESTS = {"tests.system.test_bench_smoke"}
-
-
 def broken_rule(found: Import) -> str | None:
     """The layer rule an import breaks, or None."""
     importer, imported = found.importer, found.imported
@@ -107,7 +105,7 @@ def broken_rule(found: Import) -> str | None:
         return "hitl.console never imports hitl.api"
     if importer == "hitl.worker" and within(imported, *FACES):
         return "the worker never imports hitl.api, hitl.console, hitl.client or hitl.cli"
-    if within(importer, "tests") and within(imported, "bench") and importer not in BENCH_SMOKE_TESTS:
+    if within(importer, "tests") and within(imported, "bench"):
         return "tests never import bench/: what both need lives in tests/support"
     return None
 
@@ -192,6 +190,7 @@ def test_a_cycle_is_seen() -> None:
     ("hitl.console.chat", "hitl.api.app", "hitl.console never imports hitl.api"),
     ("bench.load", "worker", "nothing imports the entry points worker.py and starter.py"),
     ("tests.integration.test_load", "bench.load", "tests never import bench/: what both need lives in tests/support"),
+    ("tests.system.test_bench_smoke", "bench.throughput", "tests never import bench/: what both need lives in tests/support"),
     ("tests.integration.test_inbox", "starter", "nothing imports the entry points worker.py and starter.py"),
     ("hitl.worker", "hitl.console.startup", "the worker never imports hitl.api, hitl.console, hitl.client or hitl.cli"),
     ("hitl.sandbox_runner", "temporalio.worker._command_aware_visitor", "the product imports only the SDK's public modules"),

@@ -10,18 +10,15 @@ from typing import Sequence
 
 import pytest
 import temporalio.converter
-import temporalio.workflow
-from temporalio.api.common.v1 import Payload, Payloads
-from temporalio.api.failure.v1 import Failure
+from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec, SerializationContext, WithSerializationContext
-from temporalio.worker import UnsandboxedWorkflowRunner, WorkflowInstance, WorkflowInstanceDetails
+from temporalio.worker import UnsandboxedWorkflowRunner, WorkflowInstance
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
-from temporalio.worker.workflow_sandbox._runner import _fake_info
 
 from hitl.sandbox_runner import ANSWERED, ContextFreeSandbox, _ContextFree, fits_this_sdk, ignores_context
 from hitl.settings import DATA_CONVERTER, data_converter
 from hitl.plugin import SANDBOX, workflow_runner
-from workflows.agent import AgentWorkflow
+from tests.support.workflow_instances import agent_run_details
 
 pytestmark = pytest.mark.unit
 
@@ -77,20 +74,9 @@ def test_every_method_of_a_workflow_instance_is_answered_by_the_wrapper_itself(m
     assert type(workflow_runner(DATA_CONVERTER)) is SandboxedWorkflowRunner
 
 
-def details() -> WorkflowInstanceDetails:
-    default = temporalio.converter.DataConverter.default
-    return WorkflowInstanceDetails(
-        payload_converter_factory=default._new_payload_converter, failure_converter_class=default.failure_converter_class,
-        interceptor_classes=[], defn=temporalio.workflow._Definition.must_from_class(AgentWorkflow), info=_fake_info,
-        randomness_seed=-1, extern_functions={}, disable_eager_activity_execution=False,
-        worker_level_failure_exception_types=[], patch_activation_callback=None,
-        last_completion_result=Payloads(), last_failure=Failure(),
-    )
-
-
 async def test_the_instance_is_the_sdks_sandboxed_one_but_for_the_context_asks() -> None:
-    sdk = SandboxedWorkflowRunner(restrictions=SANDBOX).create_instance(details())
-    ours = ContextFreeSandbox(restrictions=SANDBOX).create_instance(details())
+    sdk = SandboxedWorkflowRunner(restrictions=SANDBOX).create_instance(agent_run_details())
+    ours = ContextFreeSandbox(restrictions=SANDBOX).create_instance(agent_run_details())
     assert isinstance(ours, _ContextFree) and type(ours.sandboxed) is type(sdk)
     assert ours.get_info() == sdk.get_info()
     assert ours.get_thread_id() == sdk.get_thread_id()
