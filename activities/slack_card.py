@@ -6,6 +6,9 @@ buttons. Each button's value names the session and its chain of runs, the call a
 digest it was shown with, so a click on a card whose arguments were edited since is refused as
 stale, and one in another session started under the same id decides nothing. Slack caps a
 section's text at 3000 characters and a button's value at 2000: everything is clipped to fit.
+
+A destructive call's Approve asks first, as the web card's does: Slack shows the button's
+confirmation dialog (Block Kit's `confirm` object) and sends the click only once it is confirmed.
 """
 
 from __future__ import annotations
@@ -30,10 +33,27 @@ def text_block(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text, SECTION_CHARS)}}
 
 
-def button(label: str, action_id: str, value: dict[str, Any], style: str | None = None) -> dict[str, Any]:
-    shown = {"type": "button", "text": {"type": "plain_text", "text": clip(label, 70)}, "action_id": action_id,
-             "value": json.dumps(value)}
-    return {**shown, "style": style} if style else shown
+def plain(text: str) -> dict[str, str]:
+    return {"type": "plain_text", "text": text}
+
+
+def button(label: str, action_id: str, value: dict[str, Any], style: str | None = None,
+           confirm: dict[str, Any] | None = None) -> dict[str, Any]:
+    shown: dict[str, Any] = {"type": "button", "text": plain(clip(label, 70)), "action_id": action_id,
+                             "value": json.dumps(value)}
+    if style:
+        shown["style"] = style
+    if confirm:
+        shown["confirm"] = confirm
+    return shown
+
+
+def confirm_destructive(tool: str) -> dict[str, Any]:
+    """Slack's confirmation dialog for approving a destructive tool. Slack caps the title at 100
+    characters, the text at 300, and each button at 30: the tool's name is clipped to keep within."""
+    return {"title": plain("Approve a destructive call?"),
+            "text": plain(f"{clip(tool, 80)} is destructive: once it runs, it cannot be undone. Run it now?"),
+            "confirm": plain("Approve and run"), "deny": plain("Cancel"), "style": "danger"}
 
 
 def card(notification: Notification) -> tuple[str, list[dict[str, Any]]]:
@@ -67,7 +87,8 @@ def choices(notification: Notification) -> list[dict[str, Any]]:
                    for index, choice in enumerate((item.get("choices") or [])[:CHOICES_SHOWN])]
         return offered + [button("Decline", "reject", about, "danger")]
     edit = [] if item.get("kind") == "review" else [button("Edit", "edit", about)]
-    return [button("Approve", "approve", about, "primary"), *edit, button("Reject", "reject", about, "danger")]
+    asked = confirm_destructive(str(item.get("tool", "?"))) if item.get("destructive") else None
+    return [button("Approve", "approve", about, "primary", asked), *edit, button("Reject", "reject", about, "danger")]
 
 
 def ended(notification: Notification) -> tuple[str, list[dict[str, Any]]]:

@@ -132,9 +132,18 @@ class Inbound:
         if isinstance(request, Claim) and request.for_seconds > CLAIM_SECONDS_AT_MOST:
             raise Refusal(f"a claim lasts at most {CLAIM_SECONDS_AT_MOST:g} seconds; claim again when it runs out", code="invalid")
         pauses = self.session.run_state.pauses
-        verdict = (pauses.claim(request, now, self.proven_groups(request)) if isinstance(request, Claim)
-                   else pauses.release(request, now))
+        for_person = self.claimed_for(request)
+        verdict = (pauses.claim(request, now, self.proven_groups(request), for_person) if isinstance(request, Claim)
+                   else pauses.release(request, now, for_person))
         return verdict, proof
+
+    def claimed_for(self, request: Any) -> str | None:
+        """Whom a claim's (or a release's) proof says its person holds the call for, as their
+        stand-in; on runs started before stand-ins' claims (workflows/patches.py) it is not read,
+        and the person is judged as themself."""
+        if not self.session.behaviours.takes_stand_in_claims:
+            return None
+        return self.session.run_state.verifier.stood_in_for(request, workflow.now())
 
     def hold(self, verb: str, payload: Any) -> dict[str, Any]:
         try:
@@ -144,7 +153,8 @@ class Inbound:
         self.session.run_state.verifier.spend(proof, workflow.now())
         item = self.session.run_state.pauses.hold(verdict)
         until = item.claim_until.isoformat() if item.claim_until else None
-        self.recorder.record("claimed" if until else "released", item.call_id, item.tool, item.args_sha256, by=verdict.by)
+        self.recorder.record("claimed" if until else "released", item.call_id, item.tool, item.args_sha256, by=verdict.by,
+                             for_=verdict.for_person)
         self.session.run_state.events.add("claimed" if until else "released", workflow.now(), call_id=item.call_id, by=verdict.by, until=until)
         self.recorder.publish()
         return {"accepted": True, "call_id": item.call_id, "claimed_by": item.claimed_by, "claim_until": until}

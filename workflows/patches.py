@@ -86,8 +86,14 @@ CHILD_REPORTS_CLIPPED = "child-reports-clipped-in-the-root-audit"
 # Runs that take a decision a stand-in made for another person (a proof naming `for`: the API
 # signs one only while that person's hand-over covers the call, hitl/api/delegations.py) when both
 # pass the rules of workflows/stand_ins.py, and audit both. Before it, such a proof was refused.
-# The newest, asked at run start.
+# Asked at run start.
 STAND_INS = "decisions-by-stand-ins"
+
+# Runs that take a claim (and its release) a stand-in made for another person, as they take the
+# stand-in's decision: the claim passes the rules of workflows/stand_ins.py for both people, and
+# the audit names both. Before it, a claim's `for` was not read: the stand-in was judged as
+# themself, and refused. The newest, asked at run start.
+STAND_IN_CLAIMS = "claims-by-stand-ins"
 
 # Asked only where a tool activity ends with its MCP server's question (input_required, an
 # ApplicationError of type InputRequired): since, a question pause is opened and the call is retried
@@ -99,6 +105,7 @@ TOOL_INPUT_AS_A_PAUSE = "mcp-input-required-as-a-question-pause"
 # behaviour it brought: a run that has one has every older one, and none of the newer. A run that
 # has none is of the first supported build.
 RUN_START_PATCHES: tuple[tuple[str, str], ...] = (
+    (STAND_IN_CLAIMS, "takes_stand_in_claims"),
     (STAND_INS, "takes_stand_ins"),
     (SERVER_QUESTIONS_AS_THEIR_CALL, "server_questions_as_their_call"),
     (CHILD_REPORTS_CLIPPED, "clips_child_reports"),
@@ -122,6 +129,7 @@ class Behaviours:
     clips_child_reports: bool = True
     server_questions_as_their_call: bool = True
     takes_stand_ins: bool = True
+    takes_stand_in_claims: bool = True
 
     @classmethod
     def before_run(cls) -> Behaviours:
@@ -130,8 +138,9 @@ class Behaviours:
         was named, so a run recorded before that patch (a hand-over's first task taking a decision)
         replays as it was judged; the API checks the chain of runs before it signs, so that task
         loses no check. A stand-in's decision there is refused, as before stand-ins: sent again,
-        it is taken once the run has started. Other flags change only what handlers record, not what the run commands."""
-        return cls(proofs_name_their_chain=False, takes_stand_ins=False)
+        it is taken once the run has started; a stand-in's claim alike. Other flags change only what
+        handlers record, not what the run commands."""
+        return cls(proofs_name_their_chain=False, takes_stand_ins=False, takes_stand_in_claims=False)
 
     @classmethod
     def at_run_start(cls) -> Behaviours:

@@ -134,6 +134,7 @@ class ClaimVerdict(BaseModel):
     call_id: str
     by: str
     until: datetime | None
+    for_person: str | None = None  # whom `by` holds the call for, as their stand-in
 
 
 def _iso(moment: datetime | None) -> str:
@@ -292,25 +293,29 @@ class Pauses(BaseModel):
         if refusal is not None:
             raise Refusal(refusal, code="forbidden")
 
-    def claim(self, decision: Claim, now: datetime, groups: tuple[str, ...] = ()) -> ClaimVerdict:
-        """Who may take an item is who may decide it; a live claim of someone else's stands."""
+    def claim(self, decision: Claim, now: datetime, groups: tuple[str, ...] = (),
+              for_person: str | None = None) -> ClaimVerdict:
+        """Who may take an item is who may decide it (`for_person`: whom its proof says its person
+        takes it for, as their stand-in); a live claim of someone else's stands."""
         item = self._target(decision)
         if decision.by is None:
             raise Refusal(f"say who you are (by) to claim {item.call_id}", code="forbidden")
-        self._check_decider(item, decision, groups)
+        self._check_decider(item, decision, groups, for_person)
         holder = item.claimant(now)
         if holder is not None and holder != decision.by:
             raise Refusal(f"{item.call_id} is claimed by {holder} until {_iso(item.claim_until)}", code="conflict")
-        return ClaimVerdict(call_id=item.call_id, by=decision.by, until=now + timedelta(seconds=decision.for_seconds))
+        return ClaimVerdict(call_id=item.call_id, by=decision.by, until=now + timedelta(seconds=decision.for_seconds),
+                            for_person=for_person)
 
-    def release(self, decision: Release, now: datetime) -> ClaimVerdict:
+    def release(self, decision: Release, now: datetime, for_person: str | None = None) -> ClaimVerdict:
+        """Only the holder gives a claim back (`for_person`: whom they held it for, for the audit)."""
         item = self._target(decision)
         holder = item.claimant(now)
         if holder is None:
             raise Refusal(f"{item.call_id} is not claimed", code="conflict")
         if holder != decision.by:
             raise Refusal(f"{item.call_id} is claimed by {holder}; only they can release it", code="conflict")
-        return ClaimVerdict(call_id=item.call_id, by=holder, until=None)
+        return ClaimVerdict(call_id=item.call_id, by=holder, until=None, for_person=for_person)
 
     def hold(self, verdict: ClaimVerdict) -> PendingCall:
         """Apply a claim (or, with no `until`, its release)."""

@@ -8,7 +8,9 @@ before it signs a decision "for" someone.
 
 Who may: the verified person, for themself only, where the operator's policy says `"delegation":
 true` (for every tool, or per tool). Deciding as a stand-in: `stand_in_grant`, which every door's
-decision (hitl/api/guard.py, grant_on_call) asks when the person may not decide the call themself.
+decision (hitl/api/guard.py, grant_on_call) asks when the person may not decide the call themself;
+a claim and its release are granted by the same rule, as the access table grants them to whoever
+decides the call.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from temporalio.client import WithStartWorkflowOperation, WorkflowUpdateFailedEr
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
-from hitl.access import SessionFacts, verdict, waits_for_person
+from hitl.access import Action, SessionFacts, verdict, waits_for_person
 from hitl.api.auth import caller
 from hitl.api.gateway import temporal
 from hitl.api.guard import Grant, is_below, pending_item, policy_of, session_facts
@@ -38,7 +40,7 @@ from workflows.stand_in_book import StandInBook, book_id
 from workflows.stand_ins import StandIn, delegators_of, refusal_to_stand_in
 
 router = APIRouter(prefix="/people/me/delegations", tags=["people"])
-STAND_IN_VERBS = ("approve", "reject", "answer")
+STAND_IN_VERBS = ("approve", "reject", "answer", "claim", "release")
 
 
 class HandOverBody(BaseModel):
@@ -185,11 +187,16 @@ def stood_in_for(request: Request, received: list[StandIn], person: str, item: d
     if policy is None or verb not in STAND_IN_VERBS or not policy.allows_delegation(tool):
         return None
     for delegator in delegators_of(received, person, tool, now()):
-        if not verdict(delegator, "decide", session, policy, item, verb).allowed:
+        if not verdict(delegator, table_action(verb), session, policy, item, verb).allowed:
             continue
         if refusal_to_stand_in(CallRules.of(item), person, delegator, verb, expand=policy.expand) is None:
             return delegator
     return None
+
+
+def table_action(verb: str) -> Action:
+    """The access table's action for a verb: taking and giving back a call is `claim`."""
+    return "claim" if verb in ("claim", "release") else "decide"
 
 
 def waits_for_stand_in(request: Request, received: list[StandIn], person: str, item: dict[str, Any],
@@ -230,7 +237,21 @@ async def stand_in_grant(request: Request, session_id: str, call_id: str, person
     delegator = stood_in_for(request, [s for s in stand_ins if s.live(at)], person, item, session, verb)
     if delegator is not None:
         return Grant(person, session, item, for_person=delegator)
+    if verb == "release" and holds(person, item, at):
+        # Giving back a claim only lets others decide: a hand-over that ended while its stand-in
+        # held the call does not keep it from the delegator until the claim runs out.
+        return Grant(person, session, item)
     raise over_or(refused, request, stand_ins, item, session, verb, at)
+
+
+def holds(person: str, item: dict[str, Any], at: datetime) -> bool:
+    """Whether `person` holds a live claim on the call, as its pending item says."""
+    if item.get("claimed_by") != person:
+        return False
+    try:
+        return datetime.fromisoformat(str(item.get("claim_until"))) > at
+    except (TypeError, ValueError):
+        return False  # an end the API cannot read grants nothing
 
 
 def over_or(refused: HTTPException, request: Request, stand_ins: list[StandIn], item: dict[str, Any],
@@ -241,7 +262,7 @@ def over_or(refused: HTTPException, request: Request, stand_ins: list[StandIn], 
     for stand_in in stand_ins:
         if stand_in.live(at) or not stand_in.names_tool(tool):
             continue
-        if verdict(stand_in.from_, "decide", session, policy, item, verb).allowed:
+        if verdict(stand_in.from_, table_action(verb), session, policy, item, verb).allowed:
             ended = stand_in.ended_at or stand_in.until
             return HTTPException(403, f"{stand_in.to} may not decide {tool} for {stand_in.from_}: the hand-over "
                                       f"{stand_in.id} ended at {ended.isoformat()}")

@@ -272,3 +272,38 @@ async def test_a_channel_member_who_may_not_decide_is_told_so_in_words_and_decid
                 [started["pending"][0]["call_id"]]
         assert not any(e["event"] in ("approved", "rejected") for e in await world.audit(session))
         assert (workspace / "notes.txt").exists()
+
+
+def approve_button(card: dict[str, Any]) -> dict[str, Any]:
+    [actions] = [block for block in card["blocks"] if block["type"] == "actions"]
+    [approve] = [element for element in actions["elements"] if element["action_id"] == "approve"]
+    return approve
+
+
+async def test_a_destructive_call_asks_to_confirm_before_slack_approves_it_and_an_ordinary_one_does_not(
+        env: WorkflowEnvironment, workspace: Path, tmp_path: Path, signing_key: str) -> None:
+    """Given two pauses for ana, a destructive `delete_file` and an ordinary `send_email`, then the
+    first card's Approve carries Slack's confirmation dialog (Block Kit `confirm`: a title, a text
+    naming the tool and that it cannot be undone, confirm and deny, within Slack's lengths) and the
+    second's does not; the confirmed click is the same signed request and approves."""
+    async with slack_world(env, workspace, tmp_path) as world:
+        session, _ = await paused_for_ana(world)
+        destructive = await world.card_for("ana")
+        await world.api.start("bob", "send an email to carol@example.com about lunch saying see you at noon",
+                              approvers={"send_email": ["ana"]})
+        ordinary = await world.card_for("ana", count=2)
+        assert "send_email" in json.dumps(ordinary["blocks"])
+
+        asked = approve_button(destructive).get("confirm")
+        assert asked is not None, approve_button(destructive)
+        assert set(asked) >= {"title", "text", "confirm", "deny"}
+        for part, longest in (("title", 100), ("text", 300), ("confirm", 30), ("deny", 30)):
+            assert asked[part]["type"] == "plain_text" and 0 < len(asked[part]["text"]) <= longest, (part, asked[part])
+        assert "delete_file" in asked["text"]["text"] and "cannot be undone" in asked["text"]["text"]
+        assert "confirm" not in approve_button(ordinary)
+
+        answer = await world.click("U0ANA", destructive, "approve")
+        assert answer.status_code == 200, answer.text
+        audit = await eventually(lambda: world.audit(session), lambda trail: any(e["event"] == "approved" for e in trail))
+        assert [(e["by"], e["via"]) for e in audit if e["event"] == "approved"] == [("ana", "slack")]
+        assert not (workspace / "notes.txt").exists()

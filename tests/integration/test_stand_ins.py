@@ -127,6 +127,91 @@ async def test_bob_decides_for_ana_while_she_is_away_and_not_after(policy_api: A
     assert [row for row in await inbox(api, "bob") if row["session_id"] == again["session_id"]] == []
 
 
+async def test_bob_claims_and_releases_for_ana_while_she_is_away_and_claims_nothing_after(policy_api: Api) -> None:
+    """A stand-in takes and gives back a call as they decide it: through the same access check, the
+    API signing `by: bob, for: ana`, the audit naming both. Once the hand-over ends, bob claims
+    nothing more, and may still give back a claim he holds."""
+    api = policy_api
+    started = await api.start("carol", "please delete notes.txt")
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+    given = await hand_over(api, "ana", "bob", ["delete_file"])
+
+    claimed = await decide(api, "bob", session, call, "claim")
+    assert claimed.status_code == 200, claimed.text
+    assert claimed.json()["claimed_by"] == "bob"
+    held = await decide(api, "ana", session, call)
+    assert held.status_code == 409 and "claimed by bob" in held.json()["detail"], held.text
+    released = await decide(api, "bob", session, call, "release")
+    assert released.status_code == 200 and released.json()["claimed_by"] is None, released.text
+    assert (await decide(api, "bob", session, call, "claim")).status_code == 200
+    approved = await decide(api, "bob", session, call)
+    assert approved.status_code == 200 and approved.json()["outcome"] == "approved", approved.text
+    rows = [(row["event"], row["by"], row["for"]) for row in await audit(api, "carol", session)
+            if row["event"] in ("claimed", "released", "approved")]
+    assert rows == [("claimed", "bob", "ana"), ("released", "bob", "ana"), ("claimed", "bob", "ana"),
+                    ("approved", "bob", "ana")]
+
+    again = await api.start("carol", "please delete todo.txt")
+    second = again["pending"][0]["call_id"]
+    assert (await decide(api, "bob", again["session_id"], second, "claim")).status_code == 200
+    async with api.as_("ana") as ana:
+        assert (await ana.delete(f"/people/me/delegations/{given['id']}")).status_code == 200
+    for verb in ("approve", "claim"):
+        late = await decide(api, "bob", again["session_id"], second, verb)
+        assert late.status_code == 403, late.text
+        assert f"the hand-over {given['id']} ended at" in late.json()["detail"]
+    given_back = await decide(api, "bob", again["session_id"], second, "release")
+    assert given_back.status_code == 200 and given_back.json()["claimed_by"] is None, given_back.text
+    late = await decide(api, "bob", again["session_id"], second, "claim")
+    assert late.status_code == 403 and f"the hand-over {given['id']} ended at" in late.json()["detail"], late.text
+    assert (await decide(api, "ana", again["session_id"], second)).status_code == 200
+
+
+async def test_the_session_refuses_a_signed_stand_in_claim_the_rules_do_not_allow(policy_api: Api) -> None:
+    """A claim, too, is checked by the session for both people: a proof the API signed for a
+    delegator who may not decide the call claims nothing."""
+    api = policy_api
+    started = await api.start("carol", "please delete notes.txt")
+    handle = api.agent.client.get_workflow_handle(started["session_id"])
+    [item] = await query(handle, "pending")
+    claim = claim_proof(handle.id, item, (await handle.describe()).run_id, "bob", "dave")
+    with pytest.raises(WorkflowUpdateFailedError) as failure:
+        await handle.execute_update("claim_update", claim)
+    assert "bob decides for dave, and dave may not decide delete_file" in str(failure.value.cause), failure.value.cause
+    [still] = await query(handle, "pending")
+    assert still.get("claimed_by") is None
+
+
+def claim_proof(handle_id: str, item: dict[str, Any], run_id: str | None, by: str, for_person: str) -> dict[str, Any]:
+    """A claim of `item` by `by` for `for_person`, with the proof the API would sign for it."""
+    key_id, key = api_signing_key()
+    payload = {"call_id": item["call_id"], "by": by, "via": "api"}
+    proof = sign_decision(key, key_id, session_id=handle_id, call_id=item["call_id"], action="claim", by=by,
+                          args_sha256=item["args_sha256"], decision_sha256=parse_decision("claim", payload).digest(),
+                          run_id=run_id, chain=run_id, for_=for_person)
+    return {**payload, "proof": proof}
+
+
+async def test_a_stand_in_claim_sent_as_a_signal_holds_the_call_against_the_delegator(policy_api: Api) -> None:
+    """A claim signed `by: bob, for: ana` and sent as a signal is taken as its Update is, and then
+    holds the call against ana herself. A run started before stand-ins' claims (the run-start
+    patch `claims-by-stand-ins`) judged bob as himself and refused it, so ana's approval went
+    through: the corpus keeps such a run (tests/histories/test_before_claims_by_stand_ins*), and it
+    replays as it was recorded."""
+    api = policy_api
+    started = await api.start("carol", "please delete notes.txt")
+    handle = api.agent.client.get_workflow_handle(started["session_id"])
+    [item] = await query(handle, "pending")
+    await hand_over(api, "ana", "bob", ["delete_file"])
+    await handle.signal("claim", claim_proof(handle.id, item, (await handle.describe()).run_id, "bob", "ana"))
+    rows = await eventually(lambda: audit(api, "carol", handle.id),
+                            lambda rows: any(row["event"] in ("claimed", "refused") for row in rows))
+    assert [(row["event"], row["by"], row["for"]) for row in rows if row["event"] in ("claimed", "refused")] == \
+        [("claimed", "bob", "ana")], rows
+    held = await decide(api, "ana", handle.id, item["call_id"])
+    assert held.status_code == 409 and "claimed by bob" in held.json()["detail"], held.text
+
+
 async def test_four_eyes_holds_for_the_stand_in_and_for_whom_they_stand_in(policy_api: Api) -> None:
     api = policy_api
     await hand_over(api, "ana", "bob", ["delete_file"])
