@@ -1,8 +1,8 @@
 """A run's start asks the worker what it needs in one round of local activities.
 
 Each round of local activities is a wait inside the start's workflow task, and a query that comes
-with that task makes sdk-core complete the task at the first round's end: the start then costs a
-second task. The checks themselves stay whole: rules that name an unknown tool are still refused.
+with that task makes sdk-core complete the task once a round ends: the start then costs a second
+task. The checks themselves stay whole: rules that name an unknown tool are still refused.
 """
 
 from __future__ import annotations
@@ -28,20 +28,15 @@ def local_activity_type(event: HistoryEvent) -> str | None:
 
 
 def start_markers(history: WorkflowHistory) -> list[str]:
-    """The start's local activities, in the order their markers were recorded, with "|" where a
-    workflow task completed between two of them."""
+    """The start's local activities, in the order their markers were recorded."""
     found: list[str] = []
     for event in history.events:
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             break  # the first model call: the start is over
-        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED and found:
-            found.append("|")
-        elif event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+        if event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
             kind = local_activity_type(event)
             if kind is not None:
                 found.append(kind)
-    while found and found[-1] == "|":
-        found.pop()
     return found
 
 
@@ -54,9 +49,9 @@ async def test_rules_that_name_no_tool_start_with_one_local_activity(agent: Agen
     assert start_markers(await session.fetch_history()) == [SESSION_FACTS.name]
 
 
-async def test_rules_that_name_tools_are_checked_with_the_facts_in_one_round(agent: Agent) -> None:
-    """Both local activities start together, so their markers are recorded in one workflow task,
-    whatever queries came with it."""
+async def test_rules_that_name_tools_are_checked_with_the_facts(agent: Agent) -> None:
+    """Both local activities are asked (together: see tests/unit/test_workflow_parts.py); in which
+    tasks their markers land is sdk-core's to say, as queries come."""
     session = await agent.start("please delete notes.txt", require_approval=["delete_file"])
     [item] = await pending_items(session)
     assert item["tool"] == "delete_file"

@@ -307,8 +307,16 @@ async def test_rules_that_name_an_unknown_tool_are_refused_as_the_session_starts
     parts = Parts(require_approval=["no_such_tool"])
     asked: list[Any] = []
 
+    both_asked = asyncio.Event()
+
     async def execute_local_activity(name: str, arg: Any, **options: Any) -> Any:
         asked.append((name, arg))
+        if len(asked) == 2:
+            both_asked.set()
+        try:  # neither answers until both were asked: one round
+            await asyncio.wait_for(both_asked.wait(), 10)
+        except asyncio.TimeoutError:
+            raise AssertionError(f"{name} was awaited before the other check was asked: two rounds") from None
         if name == contract.UNKNOWN_TOOLS.name:
             return ["require_approval: unknown tool 'no_such_tool'"]
         return SessionFacts()
@@ -318,7 +326,7 @@ async def test_rules_that_name_an_unknown_tool_are_refused_as_the_session_starts
         await parts.starting.check_start()
     assert refused.value.type == "InvalidSessionInput" and refused.value.non_retryable
     assert asked[0][0] == contract.UNKNOWN_TOOLS.name and asked[0][1]["require_approval"] == ["no_such_tool"]
-    assert [name for name, _ in asked] == [contract.UNKNOWN_TOOLS.name, contract.SESSION_FACTS.name]  # one round
+    assert [name for name, _ in asked] == [contract.UNKNOWN_TOOLS.name, contract.SESSION_FACTS.name]
     assert parts.checks.in_flight == 0
 
 
