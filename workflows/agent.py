@@ -217,9 +217,7 @@ class AgentWorkflow:
             raise ApplicationError(self.session.setup_error, type="InvalidSessionInput", non_retryable=True)
         self.session.behaviours = Behaviours.at_run_start()  # see workflows/patches.py
         self.session.run_state.verifier.bound = True
-        if workflow.info().continued_run_id is None:
-            await self.starting.check_tool_names()
-        await self.starting.learn_environment()
+        await self.starting.check_start()
         try:
             if self.session.run_state.in_turn:  # this run continues a turn the previous run was in
                 await self.guarded(self.run_turn(resumed=True))

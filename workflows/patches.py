@@ -92,8 +92,14 @@ STAND_INS = "decisions-by-stand-ins"
 # Runs that take a claim (and its release) a stand-in made for another person, as they take the
 # stand-in's decision: the claim passes the rules of workflows/stand_ins.py for both people, and
 # the audit names both. Before it, a claim's `for` was not read: the stand-in was judged as
-# themself, and refused. The newest, asked at run start.
+# themself, and refused. Asked at run start.
 STAND_IN_CLAIMS = "claims-by-stand-ins"
+
+# Runs that ask the worker what the start needs in one round of local activities: the session's
+# facts, with the catalog's check of the rules' tool names beside it, and only when the rules name a
+# tool (workflows/starting.py). Before it, the names were checked first, always, and the facts asked
+# after. The newest, asked at run start.
+START_IN_ONE_ROUND = "start-checks-in-one-round"
 
 # Asked only where a tool activity ends with its MCP server's question (input_required, an
 # ApplicationError of type InputRequired): since, a question pause is opened and the call is retried
@@ -105,6 +111,7 @@ TOOL_INPUT_AS_A_PAUSE = "mcp-input-required-as-a-question-pause"
 # behaviour it brought: a run that has one has every older one, and none of the newer. A run that
 # has none is of the first supported build.
 RUN_START_PATCHES: tuple[tuple[str, str], ...] = (
+    (START_IN_ONE_ROUND, "starts_in_one_round"),
     (STAND_IN_CLAIMS, "takes_stand_in_claims"),
     (STAND_INS, "takes_stand_ins"),
     (SERVER_QUESTIONS_AS_THEIR_CALL, "server_questions_as_their_call"),
@@ -130,6 +137,7 @@ class Behaviours:
     server_questions_as_their_call: bool = True
     takes_stand_ins: bool = True
     takes_stand_in_claims: bool = True
+    starts_in_one_round: bool = True
 
     @classmethod
     def before_run(cls) -> Behaviours:

@@ -52,14 +52,21 @@ class DecisionRules(BaseModel):
         needed = self.required_approvals or {}
         return max(1, needed.get(tool, needed.get(ANY_TOOL, 1)))
 
-    def unknown_tools(self, known_tools: set[str]) -> list[str]:
-        """Rules that name a tool the worker does not have (a typo would silently weaken them)."""
-        named = {
+    def tools_named(self) -> dict[str, list[str]]:
+        """The tool names (or patterns) each rule that names tools lists, ANY_TOOL included."""
+        return {
             "approvers": list(self.approvers or {}), "required_approvals": list(self.required_approvals or {}),
             "auto_approve": self.auto_approve, "require_approval": self.require_approval,
         }
+
+    def name_a_tool(self) -> bool:
+        """Whether a rule names a tool other than ANY_TOOL: only such a name can be unknown."""
+        return any(set(tools) - {ANY_TOOL} for tools in self.tools_named().values())
+
+    def unknown_tools(self, known_tools: set[str]) -> list[str]:
+        """Rules that name a tool the worker does not have (a typo would silently weaken them)."""
         problems = []
-        for rule, tools in named.items():
+        for rule, tools in self.tools_named().items():
             unknown = sorted(name for name in set(tools) - {ANY_TOOL} if not _names_a_tool(name, known_tools))
             if unknown:
                 problems.append(f"{rule}: no tool named {', '.join(map(repr, unknown))}")

@@ -8,6 +8,7 @@ tool names) is learnt through local activities, so a replay sees the same.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from pydantic import ValidationError
@@ -65,12 +66,30 @@ class Starting:
         self.recorder = recorder
         self.delegating = delegating
 
-    async def learn_environment(self) -> None:
-        """Which search attributes to publish and which keys sign decisions, as this run's
-        worker knows them (recorded, so a replay sees the same). A verified session that
-        no key could ever satisfy is refused at once rather than left waiting for ever."""
+    async def check_start(self) -> None:
+        """The rules' tool names checked (a session's first run) and the worker's facts learnt.
+        Each round of local activities is a wait inside the start's workflow task, which a query
+        arriving with the task cuts short, so runs of the current build ask in one round, and ask
+        the catalog only when the rules name a tool (otherwise nothing could be unknown)."""
+        first_run = workflow.info().continued_run_id is None
+        if not self.session.behaviours.starts_in_one_round:
+            if first_run:
+                self.refuse_unknown_tools(await self.ask_unknown_tools())
+            self.learn_environment(await self.ask_facts())
+            return
+        if first_run and self.session.config.name_a_tool():
+            problems, facts = await asyncio.gather(self.ask_unknown_tools(), self.ask_facts())
+            self.refuse_unknown_tools(problems)
+        else:
+            facts = await self.ask_facts()
+        self.learn_environment(facts)
+
+    async def ask_facts(self) -> SessionFacts:
+        """Which search attributes to publish, which keys sign decisions, the operator's agents and
+        what the operator's policy says of the rules, as this run's worker knows them (recorded, so
+        a replay sees the same)."""
         proves_carried = self.session.config.carried is not None
-        facts = await self.checks.local_activity(
+        facts: SessionFacts = await self.checks.local_activity(
             SESSION_FACTS.name, FactsRequest(
                 verified_decisions=self.session.config.verified_decisions,
                 rules=self.session.config.model_dump(include={*RULE_FIELDS, "verified_decisions", "escalate_to", "by"}),
@@ -79,6 +98,12 @@ class Starting:
             result_type=SessionFacts, start_to_close_timeout=timedelta(seconds=10),
             summary="search attributes, decision keys and the operator's policy",
         )
+        return facts
+
+    def learn_environment(self, facts: SessionFacts) -> None:
+        """The run takes what the worker said. A verified session that no key could ever satisfy
+        is refused at once rather than left waiting for ever."""
+        proves_carried = self.session.config.carried is not None
         if proves_carried and not facts.carried_proven:
             # Nothing of the carried state may count: not its grants, its verifier, its inbox.
             raise ApplicationError(f"invalid session input: carried: {facts.carried_problem or 'not proven'}",
@@ -104,15 +129,20 @@ class Starting:
         self.recorder.publish()
         self.recorder.publish_who()
 
-    async def check_tool_names(self) -> None:
-        """Rules that name an unknown tool are refused, judged by the worker's catalog as the
-        session starts; a local activity records the verdict, so a later catalog cannot change it."""
+    async def ask_unknown_tools(self) -> list[str]:
+        """What the rules name that the worker's catalog lacks, judged as the session starts; a
+        local activity records the verdict, so a later catalog cannot change it."""
         named = self.session.config.model_dump(include=RULE_FIELDS)
         if self.session.config.agents:
             named["agents"] = sorted(self.session.config.agents)
-        problems = await self.checks.local_activity(
+        problems: list[str] = await self.checks.local_activity(
             UNKNOWN_TOOLS.name, named, result_type=UNKNOWN_TOOLS.result,
             start_to_close_timeout=timedelta(seconds=10), summary="check the rules' tool names",
         )
+        return problems
+
+    @staticmethod
+    def refuse_unknown_tools(problems: list[str]) -> None:
+        """Rules that name an unknown tool are refused: a typo would silently weaken them."""
         if problems:
             raise ApplicationError(f"invalid session input: {'; '.join(problems)}", type="InvalidSessionInput", non_retryable=True)

@@ -39,6 +39,7 @@ from workflows.notices import Notices
 from workflows.pauses import PauseKind, PendingCall, Settlement
 from workflows.planning import PlannedCall
 from workflows.recorder import AUDIT_TEXT_BYTES, Recorder
+from workflows.requests import SessionFacts
 from workflows.session import SessionInput, UserMessage
 from workflows.session_run import SessionRun
 from workflows.starting import Starting, read_input
@@ -306,16 +307,34 @@ async def test_rules_that_name_an_unknown_tool_are_refused_as_the_session_starts
     parts = Parts(require_approval=["no_such_tool"])
     asked: list[Any] = []
 
-    async def execute_local_activity(name: str, arg: Any, **options: Any) -> list[str]:
+    both_asked = asyncio.Event()
+
+    async def execute_local_activity(name: str, arg: Any, **options: Any) -> Any:
         asked.append((name, arg))
-        return ["require_approval: unknown tool 'no_such_tool'"]
+        if len(asked) == 2:
+            both_asked.set()
+        try:  # neither answers until both were asked: one round
+            await asyncio.wait_for(both_asked.wait(), 10)
+        except asyncio.TimeoutError:
+            raise AssertionError(f"{name} was awaited before the other check was asked: two rounds") from None
+        if name == contract.UNKNOWN_TOOLS.name:
+            return ["require_approval: unknown tool 'no_such_tool'"]
+        return SessionFacts()
 
     monkeypatch.setattr(workflow, "execute_local_activity", execute_local_activity)
     with pytest.raises(ApplicationError, match="unknown tool 'no_such_tool'") as refused:
-        await parts.starting.check_tool_names()
+        await parts.starting.check_start()
     assert refused.value.type == "InvalidSessionInput" and refused.value.non_retryable
     assert asked[0][0] == contract.UNKNOWN_TOOLS.name and asked[0][1]["require_approval"] == ["no_such_tool"]
+    assert [name for name, _ in asked] == [contract.UNKNOWN_TOOLS.name, contract.SESSION_FACTS.name]
     assert parts.checks.in_flight == 0
+
+
+def test_only_rules_that_name_a_tool_leave_the_catalog_something_to_check() -> None:
+    assert not SessionInput(message="hi").name_a_tool()
+    assert not SessionInput(message="hi", approvers={"*": ["ana"]}, required_approvals={"*": 2}).name_a_tool()
+    assert SessionInput(message="hi", auto_approve=["search_web"]).name_a_tool()
+    assert SessionInput(message="hi", approvers={"delete_file": ["ana"]}).name_a_tool()
 
 
 async def test_a_notice_is_sent_in_the_background_and_counted_until_it_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
