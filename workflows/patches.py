@@ -86,8 +86,13 @@ CHILD_REPORTS_CLIPPED = "child-reports-clipped-in-the-root-audit"
 # Runs that take a decision a stand-in made for another person (a proof naming `for`: the API
 # signs one only while that person's hand-over covers the call, hitl/api/delegations.py) when both
 # pass the rules of workflows/stand_ins.py, and audit both. Before it, such a proof was refused.
-# The newest, asked at run start.
+# Asked at run start.
 STAND_INS = "decisions-by-stand-ins"
+
+# Runs whose first model call carries its conversation when it is small (workflows/requests.py,
+# OpeningMessages), so the activity need not query the workflow for it. Before it, every call's
+# input was the reference alone. The newest, asked at run start.
+OPENING_CARRIED = "first-model-call-carries-its-small-conversation"
 
 # Asked only where a tool activity ends with its MCP server's question (input_required, an
 # ApplicationError of type InputRequired): since, a question pause is opened and the call is retried
@@ -99,6 +104,7 @@ TOOL_INPUT_AS_A_PAUSE = "mcp-input-required-as-a-question-pause"
 # behaviour it brought: a run that has one has every older one, and none of the newer. A run that
 # has none is of the first supported build.
 RUN_START_PATCHES: tuple[tuple[str, str], ...] = (
+    (OPENING_CARRIED, "carries_opening"),
     (STAND_INS, "takes_stand_ins"),
     (SERVER_QUESTIONS_AS_THEIR_CALL, "server_questions_as_their_call"),
     (CHILD_REPORTS_CLIPPED, "clips_child_reports"),
@@ -122,6 +128,7 @@ class Behaviours:
     clips_child_reports: bool = True
     server_questions_as_their_call: bool = True
     takes_stand_ins: bool = True
+    carries_opening: bool = True
 
     @classmethod
     def before_run(cls) -> Behaviours:
