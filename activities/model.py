@@ -12,7 +12,7 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from activities.conversation_cache import CACHE
-from activities.model_context import read_model_request
+from activities.model_context import carried_request, read_model_request
 from activities.reply_bounds import bounded_reply
 from activities.scripted_model import ScriptedModel, is_scripted
 from activities.tools import CATALOG  # the catalog, with the built-in tools registered
@@ -79,12 +79,15 @@ class ModelActivities:
 
 
     async def resolve(self, request: ConversationRef | ModelRequest) -> tuple[ModelRequest, bool]:
-        """Sessions pass a reference, read from this worker's memory when it can vouch for it
-        (activities/conversation_cache.py: True) and from the workflow otherwise; a whole
-        request still comes from a call scheduled before references existed, when its
-        activity task is retried."""
+        """Sessions pass a reference, read from what it carries (a run's first call, when small),
+        from this worker's memory when it can vouch for it (activities/conversation_cache.py: True)
+        and from the workflow otherwise; a whole request still comes from a call scheduled before
+        references existed, when its activity task is retried."""
         if isinstance(request, ModelRequest):
             return request, False
+        carried = carried_request(request)
+        if carried is not None:
+            return carried, False
         remembered = CACHE.request_for(request)
         if remembered is not None:
             return remembered, True

@@ -2,7 +2,8 @@
 
 The workflow hands the model activity a `ConversationRef` (session, run,
 message count, hash of that prefix) instead of the messages, and the activity
-asks the workflow for them through the `model_context` query. Queries are not
+asks the workflow for them through the `model_context` query; a run's first call
+carries them when they are few (`carried_request`), since no worker has them yet. Queries are not
 recorded, so a turn of a thousand steps stores each message in the history
 once, not a thousand times; and no store beside Temporal is needed.
 """
@@ -18,7 +19,10 @@ from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.conversation_cache import chain_after
+from hitl.catalog import CATALOG
 from workflows.contract import MODEL_CONTEXT
+from workflows.conversation import ChatMessage
 from workflows.requests import ConversationRef, ModelRequest
 
 QUERY_TIMEOUT = timedelta(seconds=30)
@@ -38,6 +42,18 @@ logger = logging.getLogger(__name__)
 
 def is_transient(error: RPCError) -> bool:
     return BUFFER_FULL in error.message or error.status in TRANSIENT
+
+
+def carried_request(reference: ConversationRef) -> ModelRequest | None:
+    """The request a run's first call carries (workflows/requests.py, OpeningMessages), with the tools
+    as this worker's catalog has them now; None when it carries none, or messages whose hash chain
+    does not end where the reference says (then the query is asked, as for any other call)."""
+    opening = reference.opening
+    if opening is None or len(opening.messages) != reference.message_count \
+            or chain_after("", opening.messages) != reference.prefix_sha256:
+        return None
+    return ModelRequest(messages=[ChatMessage(role="system", content=opening.system), *opening.messages],
+                        tools=[spec.openai_schema() for spec in CATALOG.select(opening.tools)], model=reference.model)
 
 
 async def read_model_request(client: Client, reference: ConversationRef) -> ModelRequest:

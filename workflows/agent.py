@@ -333,10 +333,15 @@ class AgentWorkflow:
         self.session.run_state.steps += 1
         self.session.run_state.total_steps += 1
         info = workflow.info()
+        count = len(self.session.conversation.messages)
+        # No worker has seen this run's conversation yet: when small, it rides with the reference.
+        carried = self.session.behaviours.carries_opening and not self.session.model_called
         reference = ConversationRef(
-            session_id=info.workflow_id, run_id=info.run_id, message_count=len(self.session.conversation.messages),
+            session_id=info.workflow_id, run_id=info.run_id, message_count=count,
             prefix_sha256=self.session.chain[-1] if self.session.chain else "", model=self.session.config.model,
+            opening=self.views.opening(count) if carried else None,
         )
+        self.session.model_called = True
         call = asyncio.ensure_future(
             workflow.execute_activity(
                 CALL_MODEL.name, reference, result_type=RawValue,  # read below: see read_result

@@ -98,8 +98,13 @@ STAND_IN_CLAIMS = "claims-by-stand-ins"
 # Runs that ask the worker what the start needs in one round of local activities: the session's
 # facts, with the catalog's check of the rules' tool names beside it, and only when the rules name a
 # tool (workflows/starting.py). Before it, the names were checked first, always, and the facts asked
-# after. The newest, asked at run start.
+# after. Asked at run start.
 START_IN_ONE_ROUND = "start-checks-in-one-round"
+
+# Runs whose first model call carries its conversation when it is small (workflows/requests.py,
+# OpeningMessages), so the activity need not query the workflow for it. Before it, every call's
+# input was the reference alone. The newest, asked at run start.
+OPENING_CARRIED = "first-model-call-carries-its-small-conversation"
 
 # Asked only where a tool activity ends with its MCP server's question (input_required, an
 # ApplicationError of type InputRequired): since, a question pause is opened and the call is retried
@@ -111,6 +116,7 @@ TOOL_INPUT_AS_A_PAUSE = "mcp-input-required-as-a-question-pause"
 # behaviour it brought: a run that has one has every older one, and none of the newer. A run that
 # has none is of the first supported build.
 RUN_START_PATCHES: tuple[tuple[str, str], ...] = (
+    (OPENING_CARRIED, "carries_opening"),
     (START_IN_ONE_ROUND, "starts_in_one_round"),
     (STAND_IN_CLAIMS, "takes_stand_in_claims"),
     (STAND_INS, "takes_stand_ins"),
@@ -138,6 +144,7 @@ class Behaviours:
     takes_stand_ins: bool = True
     takes_stand_in_claims: bool = True
     starts_in_one_round: bool = True
+    carries_opening: bool = True
 
     @classmethod
     def before_run(cls) -> Behaviours:

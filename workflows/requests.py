@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from workflows.agents import AgentSpec
 from workflows.conversation import ChatMessage, ModelReply
@@ -19,13 +19,32 @@ class ModelRequest(BaseModel):
     model: str | None = None
 
 
+# A run's first model call reaches a worker that has not seen its conversation, so the activity
+# would ask the workflow for it through a query (a round trip through the server and a workflow
+# activation: about a third of a short session's activity time). When that conversation is this
+# small it rides along instead; the history then holds those few messages twice.
+OPENING_BYTES = 8_000
+
+
+class OpeningMessages(BaseModel):
+    """The conversation of a run's first model call, carried with its reference when it weighs at
+    most OPENING_BYTES: the request the `model_context` query would answer, less the tools' schemas
+    (the activity reads those from its catalog, as the query reads the workflow worker's). The
+    activity takes it only when its hash chain ends where the reference says (activities/model_context.py)."""
+
+    system: str
+    messages: list[ChatMessage]
+    tools: list[str] | None  # the tools as the session named them; None: every tool of the catalog
+
+
 class ConversationRef(BaseModel):
     """What the model activity receives: which conversation to read, not the conversation.
 
     The activity reads it with the workflow's `model_context` query (queries
     are not recorded), so the history holds each message once however long the
-    turn runs. The hash chain makes sure it reads exactly the prefix the
-    workflow meant, even if the run moved on meanwhile.
+    turn runs; a run's first call may carry its few messages (`opening`). The
+    hash chain makes sure it reads exactly the prefix the workflow meant, even
+    if the run moved on meanwhile.
     """
 
     session_id: str
@@ -33,6 +52,15 @@ class ConversationRef(BaseModel):
     message_count: int
     prefix_sha256: str
     model: str | None = None
+    opening: OpeningMessages | None = None
+
+    @model_serializer(mode="wrap")
+    def without_absent_opening(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A reference without an opening is recorded as it was before openings existed."""
+        data: dict[str, Any] = handler(self)
+        if data.get("opening") is None:
+            data.pop("opening", None)
+        return data
 
 
 class ToolInvocation(BaseModel):

@@ -49,6 +49,7 @@ class SessionRun:
     # Which side of each patch this run is on (workflows/patches.py): read at the run's start.
     behaviours: Behaviours = field(default_factory=Behaviours.before_run)
     validating: bool = False  # inside an Update's validator, which may command nothing
+    model_called: bool = False  # this run has called the model (its first call may carry its messages: agent.py, reason)
     reusable_runs: dict[str, tuple[dict[str, Any], datetime]] = field(default_factory=dict)  # tool -> (verdict, when)
     # Sub-agents (workflows/delegating.py): this run's agents, and the signals to the rest of the tree.
     agents: dict[str, AgentSpec] = field(default_factory=dict)

@@ -13,10 +13,10 @@ from temporalio import workflow
 
 from workflows.contract import PageRequest, SessionStatus
 from workflows.agents import agent_of
-from workflows.conversation import ChatMessage, Conversation
+from workflows.conversation import ChatMessage, Conversation, message_bytes
 from workflows.events import EventsRequest
 from workflows.limits import MODEL_WINDOW_BYTES, json_size
-from workflows.requests import ConversationRef, ModelRequest
+from workflows.requests import OPENING_BYTES, ConversationRef, ModelRequest, OpeningMessages
 from workflows.session import DEFAULT_SYSTEM_PROMPT, view
 from workflows.child_reports import ChildReports
 from workflows.delegating import Delegating
@@ -106,6 +106,19 @@ class Views:
             model=self.session.config.model,
         )
 
+    def opening(self, count: int) -> OpeningMessages | None:
+        """What `model_context` would answer for the first `count` messages, less the tools' schemas,
+        when it is small enough to carry with the reference (workflows/requests.py, OpeningMessages).
+        None when the model's window would not send the messages as they are, or when the session
+        offers delegates (their tools are built by the workflow, not read from the catalog)."""
+        system = self.system_prompt()
+        messages = self.session.conversation.messages[:count]
+        if not within_opening_bytes([ChatMessage(role="system", content=system), *messages]) or self.delegating.delegates():
+            return None
+        if Conversation(messages=messages).window(MODEL_WINDOW_BYTES, self.session.run_state.first_message_index) != messages:
+            return None
+        return OpeningMessages(system=system, messages=messages, tools=self.session.config.tools)
+
     def tools_now(self) -> list[Any]:
         """The tools this session offers the model now, from the worker's catalog.
 
@@ -139,3 +152,13 @@ class Views:
 
     def system_prompt(self) -> str:
         return self.session.config.system_prompt or DEFAULT_SYSTEM_PROMPT
+
+
+def within_opening_bytes(messages: list[ChatMessage]) -> bool:
+    """Whether these messages weigh at most OPENING_BYTES; stops counting once they do not."""
+    weight = 0
+    for message in messages:
+        weight += message_bytes(message)
+        if weight > OPENING_BYTES:
+            return False
+    return True
