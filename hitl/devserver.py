@@ -47,6 +47,17 @@ FAST_SQLITE = ["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchr
 MAX_UPDATE_REQUEST_BYTES = 2_000_000
 UPDATE_LIMIT_FLAGS = ["--dynamic-config-value", f"history.maxInFlightUpdatePayloads={MAX_UPDATE_REQUEST_BYTES}"]
 
+# The dev server has one history shard, and a shard's history service reads its transfer queue
+# (where a new workflow or activity task waits to be handed to matching) at most
+# `history.transferProcessorMaxPollRPS` times a second, 20 by default. Once that burst is spent,
+# about a second into any run, every new task waited 20-40 ms for the next read: a third of a
+# short approve session (docs/evidence.md). A cluster spreads the same limit over its many shards;
+# one local shard on SQLite can be read as often as it has something new.
+TRANSFER_QUEUE_FLAGS = ["--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000"]
+
+# What every dev server this product starts is given (the demo's, the tests', hitl.testing's).
+SERVER_FLAGS = [*FAST_SQLITE, *SEARCH_ATTRIBUTE_FLAGS, *UPDATE_LIMIT_FLAGS, *TRANSFER_QUEUE_FLAGS]
+
 
 def temporal_binary() -> str:
     found = shutil.which("temporal")
@@ -93,9 +104,7 @@ def start_dev_server(db_file: Path, port: int = 7233, ui_port: int = 8233, log_f
             "--db-filename", str(db_file),
             "--port", str(port), "--ui-port", str(ui_port),
             "--log-level", "warn",
-            *FAST_SQLITE,
-            *SEARCH_ATTRIBUTE_FLAGS,
-            *UPDATE_LIMIT_FLAGS,
+            *SERVER_FLAGS,
             *extra_args,
         ],
         stdout=log,

@@ -32,13 +32,13 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.scripted_model import ScriptedModel, load_script, parse_script
 from hitl.client.python_client import HitlClient
-from hitl.devserver import FAST_SQLITE, SEARCH_ATTRIBUTE_FLAGS, UPDATE_LIMIT_FLAGS, temporal_binary
+from hitl.devserver import SERVER_FLAGS, temporal_binary
 from hitl.settings import DATA_CONVERTER
 from hitl.worker import build_worker
 from workflows.agents import agents_from_env
 from workflows.policy import policy_from_env
 
-DEV_SERVER_FLAGS = [*FAST_SQLITE, *SEARCH_ATTRIBUTE_FLAGS, *UPDATE_LIMIT_FLAGS]
+DEV_SERVER_FLAGS = SERVER_FLAGS
 
 
 async def embedded_server() -> WorkflowEnvironment:

@@ -19,7 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.offline_model import OfflineModel
 from activities.openai_backend import OpenAIBackend
-from hitl.devserver import FAST_SQLITE, SEARCH_ATTRIBUTE_FLAGS, UPDATE_LIMIT_FLAGS, temporal_binary
+from hitl.devserver import SERVER_FLAGS, temporal_binary
 from hitl.exit_cleanly import exit_now
 from hitl.settings import DATA_CONVERTER
 from tests.support.fake_openai import FakeOpenAI
@@ -56,7 +56,7 @@ async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     environment = await WorkflowEnvironment.start_time_skipping_v2(
         data_converter=DATA_CONVERTER, interceptors=[PatientUpdates(), BoundedWaits()],
         dev_server_existing_path=temporal_binary(),
-        dev_server_extra_args=[*FAST_SQLITE, *SEARCH_ATTRIBUTE_FLAGS, *UPDATE_LIMIT_FLAGS, *TIME_SKIPPING],
+        dev_server_extra_args=[*SERVER_FLAGS, *TIME_SKIPPING],
     )
     yield environment
     await environment.shutdown()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from temporalio.testing import WorkflowEnvironment
 
-from hitl.devserver import FAST_SQLITE, SEARCH_ATTRIBUTE_FLAGS, UPDATE_LIMIT_FLAGS, temporal_binary
+from hitl.devserver import SERVER_FLAGS, temporal_binary
 from hitl.settings import DATA_CONVERTER
 from tests.support.bounded_waits import BoundedWaits
 from tests.support.patient_updates import PatientUpdates
@@ -15,5 +15,5 @@ async def dev_environment() -> WorkflowEnvironment:
     return await WorkflowEnvironment.start_local(
         data_converter=DATA_CONVERTER, interceptors=[PatientUpdates(), BoundedWaits()],
         dev_server_existing_path=temporal_binary(),
-        dev_server_extra_args=[*FAST_SQLITE, *SEARCH_ATTRIBUTE_FLAGS, *UPDATE_LIMIT_FLAGS],
+        dev_server_extra_args=SERVER_FLAGS,
     )

@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.offline_model import OfflineModel
 from activities.openai_backend import OpenAIBackend
-from hitl.devserver import FAST_SQLITE, SEARCH_ATTRIBUTE_FLAGS, UPDATE_LIMIT_FLAGS, temporal_binary
+from hitl.devserver import temporal_binary
 from hitl.exit_cleanly import exit_now
 from hitl.settings import DATA_CONVERTER
 from tests.support.fake_openai import FakeOpenAI

@@ -80,7 +80,8 @@ STORY_SECTIONS = (GUIDED_SECTION, "## Driving a session with the `temporal` CLI 
 DEV_SERVER = ("temporal server start-dev --db-filename .hitl/server.db --search-attribute HitlState=Keyword "
               "--search-attribute HitlPendingTools=KeywordList --search-attribute HitlWaitingSince=Datetime "
               "--search-attribute HitlApprovers=KeywordList "
-              "--dynamic-config-value history.maxInFlightUpdatePayloads=2000000")
+              "--dynamic-config-value history.maxInFlightUpdatePayloads=2000000 "
+              "--dynamic-config-value history.transferProcessorMaxPollRPS=1000")
 MCP_TOOLS = "HITL_MCP_CONFIG=mcp.json python starter.py tools"
 MCP_WORKER = "HITL_MCP_CONFIG=mcp.json python worker.py"
 PUBLIC_KEY = "python -m hitl.decision_keys public"
@@ -998,7 +999,7 @@ def test_every_printed_command_is_run_or_excused() -> None:
 
 
 def test_the_printed_dev_server_registers_what_the_sessions_need() -> None:
-    from hitl.devserver import SEARCH_ATTRIBUTES, UPDATE_LIMIT_FLAGS
+    from hitl.devserver import SEARCH_ATTRIBUTES, TRANSFER_QUEUE_FLAGS, UPDATE_LIMIT_FLAGS
 
     assert DEV_SERVER in printed_commands()
     flags = shlex.split(DEV_SERVER)
@@ -1007,6 +1008,7 @@ def test_the_printed_dev_server_registers_what_the_sessions_need() -> None:
     # The Update limit the embedded server sets (hitl/devserver.py): without it an Update too
     # large to answer is admitted, and its echo fails the task that holds it.
     assert " ".join(UPDATE_LIMIT_FLAGS) in DEV_SERVER
+    assert " ".join(TRANSFER_QUEUE_FLAGS) in DEV_SERVER
 
 
 def test_every_link_between_the_pages_resolves() -> None:
