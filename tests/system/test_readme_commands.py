@@ -158,6 +158,8 @@ NOT_RUN = {
     'python -m bench.sticky --rounds 3': 'a benchmark of minutes; it reports numbers, it checks nothing',
     'python -m bench.sdk_insides': 'a benchmark of a minute; it reports numbers, it checks nothing',
     'python -m bench.approve_breakdown --sessions 10': 'a benchmark of a minute; it reports numbers, it checks nothing',
+    'python -m bench.approve_breakdown --interleave --sessions 30': 'a benchmark of a minute; it reports numbers, it checks nothing',
+    'python -m bench.approval_run --sessions 20': 'a benchmark of a minute; it reports numbers, it checks nothing',
     'python -m bench.sdk_insides --rounds 5': 'a benchmark of a minute; it reports numbers, it checks nothing',
     'python -m bench.sdk_insides --rounds 3': 'a benchmark of a minute; it reports numbers, it checks nothing',
     'python -m bench.sticky --burst 1000 --sticky-timeout 1': 'a benchmark of minutes; it reports numbers, it checks nothing',
