@@ -17,6 +17,9 @@ alternating which goes first:
    `--tool-steps` tool steps at once on one worker process; steps/s, and the
    worker's and the server's CPU per step.
 
+Both builds' dev servers run with this build's server settings (the transfer
+queue's read rate of hitl/devserver.py), so what is compared is the code.
+
 One table: each figure, each round's value for this build and the other, their
 ratio (this / other: below x1.00 is less time or CPU, above x1.00 more steps/s),
 and the median of the rounds' ratios. Beside each: the counts that explain a
@@ -43,7 +46,7 @@ from types import FrameType
 from typing import Any, Callable, Iterator
 
 from bench.process_figures import load_average
-from bench.table import approval_command, row
+from bench.table import row
 
 ROOT = Path(__file__).resolve().parent.parent
 PREVIOUS = "cc7bbd6"  # the code before AgentWorkflow was composed of parts
@@ -51,9 +54,28 @@ THIS, OTHER = "this", "other"
 BENCH_TIMEOUT_SECONDS = 1_800
 STOP_SECONDS = 60  # told to stop, a bench stops its worker and dev server before it leaves
 
+# Every dev server either build's benches start gets this build's server settings as well
+# (hitl/devserver.py's TRANSFER_QUEUE_FLAGS, given again after the build's own), so a setting of
+# the server is not counted as a difference of the code. Put in place before any bench module
+# imports start_dev_server.
+SAME_SERVER = """\
+import json, os
+import hitl.devserver as devserver
+_flags = json.loads(os.environ["HITL_BENCH_SERVER_FLAGS"])
+_start = devserver.start_dev_server
+def _with_flags(*args, extra_args=(), **kwargs):
+    return _start(*args, extra_args=(*_flags, *extra_args), **kwargs)
+devserver.start_dev_server = _with_flags
+"""
+APPROVAL_RUN = SAME_SERVER + """\
+import runpy, sys
+sys.argv[0] = "bench.approval_run"
+runpy.run_module("bench.approval_run", run_name="__main__", alter_sys=True)
+"""
+
 # bench/throughput.py's `run` (the same signature and figures in every build since issue 31),
 # the product alone, one round, its figures as JSON: its own table is for people.
-LOAD_RUN = """\
+LOAD_RUN = SAME_SERVER + """\
 import asyncio, json, sys
 from bench import throughput
 from hitl.exit_cleanly import exit_now
@@ -101,7 +123,9 @@ def commit_of(revision: str) -> str:
 def environment(checkout_root: Path) -> dict[str, str]:
     """Ours, with only that checkout on PYTHONPATH: the venv's editable install points at another tree,
     and a module one build lacks must not be found in the other."""
-    return {**os.environ, "PYTHONPATH": str(checkout_root)}
+    from hitl.devserver import TRANSFER_QUEUE_FLAGS
+
+    return {**os.environ, "PYTHONPATH": str(checkout_root), "HITL_BENCH_SERVER_FLAGS": json.dumps(TRANSFER_QUEUE_FLAGS)}
 
 
 def run_bench(checkout_root: Path, bench: str, command: list[str], logs: Path) -> dict[str, Any]:
@@ -151,7 +175,9 @@ class Round:
 def one_round(number: int, builds: dict[str, Path], args: argparse.Namespace, logs: Path) -> Round:
     order = [THIS, OTHER] if number % 2 else [OTHER, THIS]
     floor_first = not number % 2
-    approval = {build: run_bench(builds[build], "bench/approval_run.py", approval_command(args.sessions, floor_first),
+    approval_command = [sys.executable, "-c", APPROVAL_RUN, "--sessions", str(args.sessions),
+                        *(["--floor-first"] if floor_first else [])]
+    approval = {build: run_bench(builds[build], "bench/approval_run.py", approval_command,
                                  logs / f"{number}-{build}-approval") for build in order}
     load_command = [sys.executable, "-c", LOAD_RUN, str(args.load_sessions), str(args.tool_steps)]
     load = {build: run_bench(builds[build], "bench/throughput.py", load_command, logs / f"{number}-{build}-load")
