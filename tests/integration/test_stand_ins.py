@@ -167,6 +167,27 @@ async def test_bob_claims_and_releases_for_ana_while_she_is_away_and_claims_noth
     assert (await decide(api, "ana", again["session_id"], second)).status_code == 200
 
 
+async def test_a_stand_in_gives_back_only_a_claim_they_hold_during_and_after_the_hand_over(policy_api: Api) -> None:
+    """Releasing for someone, or after a hand-over ended, frees only one's own claim: dave's claim
+    on a call ana and dave decide stands against bob, ana's stand-in, while the hand-over lasts and
+    after it ended; dave still decides the call."""
+    api = policy_api
+    started = await api.start("carol", "send an email to team@example.com about lunch saying noon")
+    session, call = started["session_id"], started["pending"][0]["call_id"]
+    given = await hand_over(api, "ana", "bob", ["send_email"])
+    assert (await decide(api, "dave", session, call, "claim")).status_code == 200
+    live = await decide(api, "bob", session, call, "release")
+    assert live.status_code == 409 and "only they can release it" in live.json()["detail"], live.text
+    async with api.as_("ana") as ana:
+        assert (await ana.delete(f"/people/me/delegations/{given['id']}")).status_code == 200
+    ended = await decide(api, "bob", session, call, "release")
+    assert ended.status_code == 403 and f"the hand-over {given['id']} ended at" in ended.json()["detail"], ended.text
+    [item] = await query(api.agent.client.get_workflow_handle(session), "pending")
+    assert item["claimed_by"] == "dave", item
+    approved = await decide(api, "dave", session, call)
+    assert approved.status_code == 200 and approved.json()["outcome"] == "awaiting_more_approvals", approved.text
+
+
 async def test_the_session_refuses_a_signed_stand_in_claim_the_rules_do_not_allow(policy_api: Api) -> None:
     """A claim, too, is checked by the session for both people: a proof the API signed for a
     delegator who may not decide the call claims nothing."""
