@@ -198,12 +198,23 @@ class ToolModulesError(Exception):
 def load_tool_modules() -> list[str]:
     """Modules named in HITL_TOOL_MODULES register their @tool functions on import."""
     names = [name.strip() for name in os.environ.get("HITL_TOOL_MODULES", "").split(",") if name.strip()]
+    if names:
+        searched_from_the_current_folder()
     for name in names:
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as error:
             raise ToolModulesError(missing_module_line(name, error)) from None
     return names
+
+
+def searched_from_the_current_folder() -> None:
+    """`python /path/to/worker.py` and `hitl-worker` put the script's folder on sys.path, not the
+    one they start in; a user's my_tools.py sits in the latter, so it is searched too, as under
+    `python -m` (but last, so a file there never shadows an installed module)."""
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.append(here)
 
 
 def missing_module_line(named: str, error: ModuleNotFoundError) -> str:
