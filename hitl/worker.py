@@ -31,7 +31,8 @@ from activities.message_channels import MessageChannel
 from activities.webhooks import SignedWebhook, shown_url, signed_webhooks
 from activities.transcript_index import keep_transcript_index, record_transcript_index
 from activities.run_tool import ToolActivities
-from activities.scripted_model import ScriptError
+from activities.scripted_model import ScriptError, ScriptedModel
+from activities.tools import CATALOG
 from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
 from hitl.startup import model_warning, quiet_expected_failures
 from hitl import heartbeat, telemetry
@@ -273,6 +274,8 @@ async def main() -> None:
         raise SystemExit(f"worker: {error}") from None
     try:
         backend = backend_from_env(settings)
+        if isinstance(backend, ScriptedModel):
+            backend.check_tools_offered(CATALOG.names())
     except ScriptError as error:  # HITL_MODEL=scripted:PATH with a script that cannot be played
         raise SystemExit(f"worker: {error}") from None
     tuning = WorkerTuning.from_env()
