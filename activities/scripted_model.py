@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ from workflows.requests import ModelRequest
 PREFIX = "scripted:"
 END_OF_SCRIPT = "(end of script)"
 CALL_ID = re.compile(r"^call_(\d+)(?:_\d+)?$")
+# Tools a worker only learns of later: an MCP server's once it is reached, an agent's a session may bring.
+OFFERED_LATER = ("mcp__", "delegate__")
 SHAPES = '{"say": "text"}, {"call": "tool_name", "args": {...}} or {"calls": [{"call": ..., "args": ...}, ...], "say"?: "text"}'
 
 
@@ -131,6 +134,7 @@ class ScriptedModel:
 
     def __init__(self, replies: list[ScriptedReply], source: str = "a script given in code") -> None:
         self.replies = replies
+        self.source = source
         self.default_model = "scripted"
         self.description = (f"a scripted model: {len(replies)} replies from {source}, played in order to every "
                             "session (not an LLM; no endpoint, no key)")
@@ -142,6 +146,17 @@ class ScriptedModel:
         if not str(path) or str(path) == ".":
             raise ScriptError("HITL_MODEL=scripted: needs a path: scripted:PATH to a JSON list of replies")
         return cls(load_script(path), str(path))
+
+    def check_tools_offered(self, offered: Collection[str]) -> None:
+        """A call of a tool the worker lacks would only be refused in every session, which then plays
+        on as if it had run: a ScriptError naming those tools and the offered ones, in one line."""
+        called = {call.tool for reply in self.replies for call in reply.calls}
+        missing = sorted(name for name in called - set(offered) if not name.startswith(OFFERED_LATER))
+        if missing:
+            raise ScriptError(
+                f"the model script {self.source} calls tools this worker does not offer: "
+                f"{', '.join(map(repr, missing))} (it offers: {', '.join(sorted(offered))}; "
+                "a module of yours goes in HITL_TOOL_MODULES)")
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         position = replies_so_far(request.messages)

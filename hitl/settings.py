@@ -112,5 +112,7 @@ def unreachable(settings: Settings, error: BaseException) -> str:
     """One line: which address could not be reached, why in a few words, and what to set."""
     text = str(error)
     why = next((meaning for mark, meaning in CONNECT_PROBLEMS if mark in text), text.splitlines()[0][:200])
+    # Not a bare `temporal server start-dev`: it lacks the search attributes the inbox needs.
     return (f"cannot reach Temporal at TEMPORAL_ADDRESS={settings.address} ({why}): start a server there "
-            "(`temporal server start-dev`), or set TEMPORAL_ADDRESS to the host:port of yours")
+            "(`./demo.sh`, or the README's `temporal server start-dev` line, which adds the search attributes), "
+            "or set TEMPORAL_ADDRESS to the host:port of yours")

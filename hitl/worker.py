@@ -31,7 +31,8 @@ from activities.message_channels import MessageChannel
 from activities.webhooks import SignedWebhook, shown_url, signed_webhooks
 from activities.transcript_index import keep_transcript_index, record_transcript_index
 from activities.run_tool import ToolActivities
-from activities.scripted_model import ScriptError
+from activities.scripted_model import ScriptError, ScriptedModel
+from activities.tools import CATALOG
 from activities.workspace_identity import refuse_another_workspace, with_workspace, without_workspace
 from hitl.startup import model_warning, quiet_expected_failures
 from hitl import heartbeat, telemetry
@@ -198,12 +199,23 @@ class ToolModulesError(Exception):
 def load_tool_modules() -> list[str]:
     """Modules named in HITL_TOOL_MODULES register their @tool functions on import."""
     names = [name.strip() for name in os.environ.get("HITL_TOOL_MODULES", "").split(",") if name.strip()]
+    if names:
+        searched_from_the_current_folder()
     for name in names:
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as error:
             raise ToolModulesError(missing_module_line(name, error)) from None
     return names
+
+
+def searched_from_the_current_folder() -> None:
+    """`python /path/to/worker.py` and `hitl-worker` put the script's folder on sys.path, not the
+    one they start in; a user's my_tools.py sits in the latter, so it is searched too, as under
+    `python -m` (but last, so a file there never shadows an installed module)."""
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.append(here)
 
 
 def missing_module_line(named: str, error: ModuleNotFoundError) -> str:
@@ -262,6 +274,8 @@ async def main() -> None:
         raise SystemExit(f"worker: {error}") from None
     try:
         backend = backend_from_env(settings)
+        if isinstance(backend, ScriptedModel):
+            backend.check_tools_offered(CATALOG.names())
     except ScriptError as error:  # HITL_MODEL=scripted:PATH with a script that cannot be played
         raise SystemExit(f"worker: {error}") from None
     tuning = WorkerTuning.from_env()

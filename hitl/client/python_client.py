@@ -27,7 +27,7 @@ from hitl.client.refusals import Refused
 from hitl.client.sessions import read_all
 from hitl.client.summary import session_summary
 from hitl.client.updates import execute_update_retrying
-from hitl.client.workers import TIMED_OUT, NoWorker, no_worker_line
+from hitl.client.workers import NoWorker, Polls, no_worker_after, no_worker_line
 from hitl.settings import ENCRYPTED, Settings, connect
 from workflows.contract import (
     ANSWER, APPROVE, AUDIT_PAGE, CANCEL, PENDING, REJECT, STATUS, TRANSCRIPT_PAGE, USER_MESSAGE, WAIT_UNTIL_SETTLED,
@@ -154,7 +154,8 @@ class Session:
         """`pending`, `status`, `transcript` or `audit` as the session answers it, in JSON (what
         `starter.py --json` prints): the transcript and audit whole, across every run. With no
         worker to answer, NoWorker says so at once instead of the query's timeout."""
-        await self._worker_polls()
+        polls_before: Polls = {}
+        await self._worker_polls(polls_before)
         temporal = self.client.temporal
         for attempt in range(1, NOT_SCHEDULED_ATTEMPTS + 1):
             try:
@@ -163,7 +164,7 @@ class Session:
                     return await read_all(temporal, self.id, query.name, key)
                 return await query_now(temporal, self.id, READS[name].name)
             except RPCError as error:
-                if error.status in TIMED_OUT and (problem := await no_worker_line(temporal, self.id, live_only=True)):
+                if problem := await no_worker_after(temporal, self.id, error, polls_before):
                     raise NoWorker(problem) from None
                 if "not scheduled yet" not in error.message or attempt == NOT_SCHEDULED_ATTEMPTS:
                     raise
@@ -241,19 +242,27 @@ class Session:
         except WorkflowUpdateFailedError as error:
             raise Refused.of(error) from None
 
-    async def _worker_polls(self) -> None:
-        """NoWorker, with the line that says what to start, when no worker polls this session's task queue."""
-        if problem := await no_worker_line(self.client.temporal, self.id):
+    async def _worker_polls(self, polls_seen: Polls | None = None) -> None:
+        """NoWorker, with the line that says what to start, when no worker polls this session's task
+        queue; `polls_seen` is filled with its pollers' last polls."""
+        if problem := await no_worker_line(self.client.temporal, self.id, polls_seen=polls_seen):
             raise NoWorker(problem)
 
-    async def _last_event(self) -> int:
-        answer = await read_events(self.client.temporal, self.id, 0, 1)
+    async def _last_event(self, polls_before: Polls) -> int:
+        try:
+            answer = await read_events(self.client.temporal, self.id, 0, 1)
+        except RPCError as error:
+            if problem := await no_worker_after(self.client.temporal, self.id, error, polls_before):
+                raise NoWorker(problem) from None
+            raise
         return int((answer or {}).get("last") or 0)
 
     async def _settled(self) -> SessionStatus:
+        polls_before: Polls = {}
+        await self._worker_polls(polls_before)  # else the first read waits for its query's deadline
         while True:
             # The last event before the status is read: a session running now settles after it.
-            before = await self._last_event()
+            before = await self._last_event(polls_before)
             try:
                 status = await self.status()
             except (RPCError, WorkflowQueryFailedError):

@@ -24,6 +24,7 @@ from temporalio.api.workflowservice.v1 import QueryWorkflowRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError, WorkflowQueryRejectedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from hitl.client.workers import NO_RECENT_POLLER
 from hitl.sdk_shortcuts import QUERY_BUFFER_RETRY, enabled
 
 BUFFER_FULL = "consistent query buffer is full"
@@ -62,6 +63,8 @@ async def query_now(client: Client, session_id: str, name: str, arg: Any = None,
                 continue
             if error.status == RPCStatusCode.INVALID_ARGUMENT:  # as the SDK reads it: the query failed
                 raise WorkflowQueryFailedError(error.message) from None
+            if NO_RECENT_POLLER in error.message:  # asked again, it fails again: the caller names the missing worker
+                raise
             return await sdk_query(client, session_id, name, arg, rpc_timeout)  # anything else: the SDK's, retries and all
     if response.HasField("query_rejected"):
         status = response.query_rejected.status

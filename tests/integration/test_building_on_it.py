@@ -22,7 +22,7 @@ from temporalio.testing import WorkflowEnvironment
 from hitl import HitlClient, Refused
 from hitl.testing import Harness
 from tests.support import refund_tools
-from tests.support.docs_example import write_users_files
+from tests.support.docs_example import the_worker_line_serves_the_docs_session, write_users_files
 from tests.support.stack import ROOT, product_env
 
 TOOLS = ["tests.support.refund_tools"]
@@ -277,15 +277,26 @@ async def test_the_docs_tool_and_its_test_run_as_printed_in_a_folder_of_their_ow
     checkout and run with pytest there: the product is imported as installed, nothing else runs."""
     project = tmp_path / "project"
     files = write_users_files(project)
-    assert set(files) == {"my_tools.py", "test_my_tools.py", "script.json"}, sorted(files)
+    assert set(files) == {"my_tools.py", "pytest.ini", "test_my_tools.py", "script.json"}, sorted(files)
     assert all(line.startswith(("from hitl", "from typing", "from pathlib")) for text in files.values()
                for line in text.splitlines() if line.startswith(("from ", "import "))), files
     environment = {**product_env(), "PYTHONPATH": str(ROOT)}  # the product as installed: not the tests
     ran = await asyncio.to_thread(
-        subprocess.run, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto",
+        subprocess.run, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                          "--rootdir", str(project), "--basetemp", str(tmp_path / "basetemp"), "test_my_tools.py"],
         cwd=project, env=environment, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0 and "1 passed" in ran.stdout, ran.stdout[-4000:] + ran.stderr[-2000:]
+
+
+
+async def test_the_docs_worker_line_serves_the_docs_script_from_the_users_folder(
+        env: WorkflowEnvironment, tmp_path: Path) -> None:
+    """The page's worker line, as `python /path/to/worker.py`, started in the folder of its my_tools.py
+    and script.json: the script's refund is the user's tool, and it waits for a person."""
+    project = tmp_path / "project"
+    write_users_files(project)
+    await the_worker_line_serves_the_docs_session([sys.executable, str(ROOT / "worker.py")], project, env.client,
+                                                  {**product_env(), "PYTHONPATH": str(ROOT)})
 
 
 async def test_the_harness_gives_the_worker_its_policy_and_puts_the_environment_back(

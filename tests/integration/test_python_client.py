@@ -22,6 +22,7 @@ from tests.support.stack import ROOT, product_env
 TOOLS = ["tests.support.refund_tools"]
 # A guard against a hang, not a speed test: the client's look for a worker lasts about three seconds.
 FAST_ENOUGH_SECONDS = 30
+SOONER_THAN_A_QUERY_DEADLINE_SECONDS = 8
 
 
 def no_worker_text(task_queue: str) -> str:
@@ -48,6 +49,33 @@ async def test_with_no_worker_every_read_and_decision_says_so_in_one_line(env: W
             raise AssertionError(f"{name}: no answer within {FAST_ENOUGH_SECONDS} s, and no word of the missing worker")
         else:
             raise AssertionError(f"{name}: answered with no worker polling")
+
+
+async def test_with_no_worker_settled_says_so_as_soon_as_a_read_does(env: WorkflowEnvironment) -> None:
+    """`settled()` asked the session's last event first, a query that waited for its deadline (10 s,
+    twice) before the status read said what was missing. The bound is well under that wait and
+    well over the client's look for a worker (about three seconds)."""
+    queue = f"nobody-polls-{uuid.uuid4().hex[:8]}"
+    session = await HitlClient(env.client, queue).start("hello")
+    with pytest.raises(HitlClient.NoWorker) as missing:
+        await asyncio.wait_for(session.settled(), SOONER_THAN_A_QUERY_DEADLINE_SECONDS)
+    assert str(missing.value) == no_worker_text(queue)
+
+
+async def test_a_worker_that_just_stopped_is_named_as_missing_not_the_servers_words(
+        env: WorkflowEnvironment, tmp_path: Path) -> None:
+    """For two minutes after its worker stopped, the server still lists its poller: a read waited for
+    its query's deadline and then raised that timeout, or the server's own "no poller seen for task
+    queue recently", instead of the line that says what to start."""
+    script = [{"say": "Hello."}]
+    async with Harness(script=script, workspace=tmp_path, client=env.client) as h:
+        session = await h.client.start("hi")
+        await session.settled()
+    reads = {"pending": session.pending, "status": session.status, "settled": session.settled}
+    for name, read in reads.items():
+        with pytest.raises(HitlClient.NoWorker) as missing:
+            await asyncio.wait_for(read(), FAST_ENOUGH_SECONDS)
+        assert str(missing.value) == no_worker_text(h.task_queue), (name, str(missing.value))
 
 
 async def test_an_edit_names_only_what_changes_and_is_pinned_to_what_it_read(env: WorkflowEnvironment, tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
 """Building on it as a user does: a fresh virtualenv, the project installed from a `git clone` of
 this checkout (its committed state) with the lock's pins from the machine's package index, and a
-folder of the user's own holding docs/interface.md's `my_tools.py`, `script.json` and
-`test_my_tools.py` exactly as printed. pytest, run there with that venv's interpreter, sees the
+folder of the user's own holding docs/interface.md's `my_tools.py`, `script.json`, `pytest.ini`
+and `test_my_tools.py` exactly as printed. pytest, run there with that venv's interpreter, sees the
 refund over 100 pause, approves it through HitlClient and sees the tool's result: no model
-server, no Docker, nothing of the checkout on sys.path.
+server, no Docker, nothing of the checkout on sys.path. The page's `hitl-worker` line, run in
+that folder, serves the same script to a session on the suite's server.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import venv
 from pathlib import Path
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
 
-from tests.support.docs_example import write_users_files
+from tests.support.docs_example import the_worker_line_serves_the_docs_session, write_users_files
 from tests.support.stack import ROOT, product_env
 
 INSTALL_SECONDS = 900  # a bound against a hang: the lock's few hundred wheels, unpacked on a shared machine
@@ -50,7 +52,7 @@ def users_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_docs_tool_script_and_test_pass_in_a_fresh_venv_installed_from_a_clone(users_python: Path, tmp_path: Path) -> None:
     project = tmp_path / "my-agent"
     files = write_users_files(project)
-    assert set(files) == {"my_tools.py", "test_my_tools.py", "script.json"}, sorted(files)
+    assert set(files) == {"my_tools.py", "pytest.ini", "test_my_tools.py", "script.json"}, sorted(files)
     environment = users_environment(users_python.parent)
 
     where = subprocess.run([str(users_python), "-c", "import hitl, my_tools; print(hitl.__file__)"], cwd=project,
@@ -60,7 +62,16 @@ def test_the_docs_tool_script_and_test_pass_in_a_fresh_venv_installed_from_a_clo
     assert product.is_relative_to(users_python.parent.parent) and not product.is_relative_to(ROOT), product
 
     ran = subprocess.run(
-        [str(users_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto",
+        [str(users_python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "--rootdir", str(project), "--basetemp", str(tmp_path / "basetemp"), "test_my_tools.py"],
         cwd=project, env=environment, capture_output=True, text=True, timeout=600)
     assert ran.returncode == 0 and "1 passed" in ran.stdout, ran.stdout[-4000:] + ran.stderr[-2000:]
+
+
+async def test_the_docs_worker_line_runs_in_the_users_folder_with_the_installed_hitl_worker(
+        users_python: Path, env: WorkflowEnvironment, tmp_path: Path) -> None:
+    project = tmp_path / "my-agent"
+    write_users_files(project)
+    environment = users_environment(users_python.parent)
+    await the_worker_line_serves_the_docs_session([str(users_python.parent / "hitl-worker")], project, env.client,
+                                                  environment)

@@ -66,7 +66,7 @@ VENV_BIN = Path(sys.executable).parent
 DEMO_COMMAND = "./demo.sh --session other"
 DEMO_HELP = "./demo.sh --help"
 LOCAL_MODEL_WORKER = "OPENAI_API_KEY=none OPENAI_BASE_URL=http://localhost:11434/v1 HITL_MODEL=qwen2.5:3b python worker.py"
-OWN_TOOLS_WORKER = "HITL_TOOL_MODULES=my_tools python worker.py"
+OWN_TOOLS_WORKER = "HITL_TOOL_MODULES=my_tools hitl-worker"
 GUIDED_SECTION = "### 2. The same, piece by piece"
 DEMO_SECTION = "### 1. The demo"
 INBOX_SECTION = "## Who waits for whom: the inbox, and following a session live"
@@ -94,11 +94,14 @@ NOT_RUN = {
     "python -m aiosmtpd -n -l 127.0.0.1:8025": "a mail server that runs until stopped; tests/system/test_mail_example.py "
                                                 "runs it as printed on a free port and reads the mail it prints",
     """echo '[{"call": "refund_payment", "args": {"order_id": "A-17", "amount": 250}}, {"say": "Refunded."}]' '>' script.json""":
-        "writes the script that tests/integration/test_building_on_it.py's "
-        "test_the_worker_plays_a_script_file_and_says_so_at_start writes and plays",
-    "HITL_MODEL=scripted:script.json HITL_TOOL_MODULES=my_tools python worker.py":
-        "a worker that runs until stopped; test_building_on_it.py's test_the_worker_plays_a_script_file_and_says_so_at_start "
-        "runs it with a script file and a tool module of the tests, and reads its banner",
+        "tests/support/docs_example.py writes the script it prints, for test_building_on_it.py and "
+        "test_building_on_it_installed.py",
+    "HITL_MODEL=scripted:script.json HITL_TOOL_MODULES=my_tools hitl-worker":
+        "a worker that runs until stopped; test_building_on_it_installed.py runs it as printed in the user's folder "
+        "(test_building_on_it.py as python .../worker.py) and settles a session through it",
+    "python /path/to/hitl-agent/worker.py": "the same worker line with the checkout's worker.py; test_building_on_it.py "
+                                            "runs it from the user's folder",
+    "python -m pytest": "test_building_on_it.py and test_building_on_it_installed.py run pytest in the user's folder",
     "./test.sh -m unit": "a tier of this very suite (CI runs the whole of it)",
     "./test.sh -k approve -x": "it runs this very suite (a part of it): same reason",
     "HITL_RECORD_HISTORIES=tests/histories ./test.sh": "it runs this very suite and rewrites the replay corpus",

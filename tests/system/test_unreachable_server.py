@@ -10,7 +10,9 @@ from pathlib import Path
 
 from tests.support.stack import ROOT, nobody_listens, product_env
 
-WHAT_TO_DO = "start a server there (`temporal server start-dev`), or set TEMPORAL_ADDRESS to the host:port of yours"
+# A bare `temporal server start-dev` lacks the search attributes the inbox needs: the README's line has them.
+WHAT_TO_DO = ("start a server there (`./demo.sh`, or the README's `temporal server start-dev` line, which adds the "
+              "search attributes), or set TEMPORAL_ADDRESS to the host:port of yours")
 
 
 def test_a_worker_without_a_server_says_so_once_and_gives_up_with_exit_1(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from activities.model import backend_from_env
 from activities.scripted_model import END_OF_SCRIPT, ScriptError, ScriptedModel, parse_script
 from hitl.settings import Settings
-from tests.support.stack import run_product
+from tests.support.stack import ROOT, nobody_listens, run_product
 from workflows.conversation import ChatMessage, Conversation, ModelReply
 from workflows.requests import ModelRequest
 
@@ -104,3 +104,30 @@ async def test_the_worker_refuses_a_bad_script_at_start_in_one_line(tmp_path: Pa
     lines = ran.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("worker: ") and says in lines[0], ran.stderr
     assert str(script) in lines[0]
+
+
+async def test_the_worker_refuses_a_script_calling_a_tool_it_does_not_offer_in_one_line(tmp_path: Path) -> None:
+    """The docs' script without the module of its tool: the worker said nothing, and each session was
+    told there is no such tool and then played the script's next reply as if the refund had run."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT + [{"call": "transfer_money", "args": {}}]))
+    ran = await run_product("worker.py", HITL_MODEL=f"scripted:{script}", HITL_WORKSPACE=str(tmp_path / "ws"),
+                            TEMPORAL_ADDRESS=nobody_listens(), HITL_CONNECT_PATIENCE_SECONDS="0")
+    assert ran.returncode == 1, ran
+    [line] = ran.stderr.strip().splitlines()
+    assert line.startswith(f"worker: the model script {script} calls tools this worker does not offer: "
+                           "'refund_payment', 'transfer_money' (it offers: ask_user_question, book_flight, "), line
+    assert "HITL_TOOL_MODULES" in line, line
+
+
+async def test_a_script_calling_a_tool_of_a_module_the_worker_loads_is_played(tmp_path: Path) -> None:
+    (tmp_path / "my_tools.py").write_text(
+        "from hitl import tool\n\n\n@tool\ndef refund_payment(order_id: str, amount: float) -> str:\n"
+        "    \"\"\"Refund.\"\"\"\n    return 'ok'\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT + [{"call": "mcp__files__read", "args": {}}]))
+    ran = await run_product("worker.py", HITL_MODEL=f"scripted:{script}", HITL_WORKSPACE=str(tmp_path / "ws"),
+                            HITL_TOOL_MODULES="my_tools", PYTHONPATH=f"{ROOT}:{tmp_path}",
+                            TEMPORAL_ADDRESS=nobody_listens(), HITL_CONNECT_PATIENCE_SECONDS="0")
+    assert ran.returncode == 1 and "cannot reach Temporal" in ran.stderr, ran.stderr  # past every check at start
+    assert "does not offer" not in ran.stderr, ran.stderr
