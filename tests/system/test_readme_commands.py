@@ -173,6 +173,7 @@ NOT_RUN = {
     'python -m bench.bulk --calls 1000 --per-session 10': 'a benchmark of minutes; it reports numbers, it checks nothing',
     'python -m bench.builds --rounds 3 --load-sessions 40': 'a benchmark of minutes; tests/system/test_bench_builds.py '
                                                              'runs it at tiny sizes',
+    'python -m bench.builds --rounds 4 --load-sessions 40': 'a benchmark of minutes; test_bench_builds.py runs it small',
     'HITL_API_REPLICAS=4 docker compose up -d': 'these machines have no Docker engine; test_deployment_files.py checks the '
                                                 'replicas, and test_api_replicas.py runs two behind a round-robin proxy',
     'export HITL_API_STATE=redis://redis.internal:6379/0': 'names a Redis this machine does not have; '
