@@ -22,7 +22,7 @@ from temporalio.testing import WorkflowEnvironment
 from hitl import HitlClient, Refused
 from hitl.testing import Harness
 from tests.support import refund_tools
-from tests.support.docs_example import the_worker_line_serves_the_docs_session, write_users_files
+from tests.support.docs_example import printed_until, the_worker_line_serves_the_docs_session, write_users_files
 from tests.support.stack import ROOT, product_env
 
 TOOLS = ["tests.support.refund_tools"]
@@ -221,7 +221,7 @@ async def test_the_worker_plays_a_script_file_and_says_so_at_start(env: Workflow
                         TEMPORAL_ADDRESS=env.client.service_client.config.target_host, HITL_TASK_QUEUE=task_queue,
                         HITL_WORKSPACE=str(tmp_path / "workspace")))
     try:
-        banner = await asyncio.wait_for(read_until(process, "worker: model: "), 60)
+        banner = await asyncio.wait_for(printed_until(process, "worker: model: "), 60)
         assert f"worker: model: a scripted model: 2 replies from {script}" in banner, banner
         assert "not an LLM" in banner
         client = HitlClient(env.client, task_queue)
@@ -235,18 +235,6 @@ async def test_the_worker_plays_a_script_file_and_says_so_at_start(env: Workflow
         if process.returncode is None:
             process.send_signal(signal.SIGTERM)
         await asyncio.wait_for(process.wait(), 60)
-
-
-async def read_until(process: asyncio.subprocess.Process, text: str) -> str:
-    """What the process printed up to and including the first line holding `text`."""
-    assert process.stdout is not None
-    printed = ""
-    while text not in printed:
-        line = await process.stdout.readline()
-        if not line:
-            raise AssertionError(f"the worker ended before it printed {text!r}:\n{printed}")
-        printed += line.decode()
-    return printed
 
 
 # ---------------------------------------------------------------- editing one argument from the command line
